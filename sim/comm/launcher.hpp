@@ -1,0 +1,53 @@
+// The launcher: starts C ranks on a backend, runs one function on each, returns what each rank returned
+// plus its Recorder (counts, work, peak memory, trace). Used by `cpsim run`, the lessons, tests and benches.
+//
+//   auto outcomes = launch({.ranks = 4, .backend = Backend::threads}, [&](Communicator& comm) {
+//     ... return bytes;   // a rank's result, serialised (ByteWriter)
+//   });
+//
+// A rank that throws, crashes or exits early fails the whole run within seconds: launch() throws
+// RankFailure naming the rank and what happened, after every other rank has stopped waiting and every
+// process and shared-memory segment of the run is gone.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/comm/communicator.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/recorder.hpp"
+
+namespace cpsim {
+
+enum class Backend { threads, processes, mpi, nccl, cuda_threads };
+std::string_view backend_name(Backend b);
+Backend parse_backend(std::string_view s);  // throws UsageError listing the accepted names
+
+struct LaunchOptions {
+  int ranks = 1;
+  Backend backend = Backend::threads;
+  // Every blocking wait gives up after this long and reports a likely deadlock (rank, operation, peer).
+  std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+  bool tracing = false;
+};
+
+struct RankOutcome {
+  int rank = 0;
+  std::string result;  // what the rank function returned
+  Recorder stats;
+};
+
+struct RankFailure : Error {
+  int rank;
+  RankFailure(int r, const std::string& what) : Error("rank " + std::to_string(r) + ": " + what), rank(r) {}
+};
+
+using RankFn = std::function<std::string(Communicator&)>;
+
+// Runs fn on every rank. Returns the outcomes in rank order (under MPI: on world rank 0 only; other ranks
+// get an empty vector). Throws UsageError for impossible options (ranks < 1, a backend not built in).
+std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn);
+
+}  // namespace cpsim

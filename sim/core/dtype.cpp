@@ -1,0 +1,24 @@
+#include "sim/core/dtype.hpp"
+
+#include "sim/core/error.hpp"
+
+namespace cpsim {
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::bf16: return "bf16";
+    case DType::i64: return "i64";
+  }
+  return "?";
+}
+
+DType parse_dtype(std::string_view s) {
+  if (s == "f32") return DType::f32;
+  if (s == "f64") return DType::f64;
+  if (s == "bf16") return DType::bf16;
+  throw UsageError("unknown dtype '" + std::string(s) + "'; use --dtype f32, f64 or bf16");
+}
+
+}  // namespace cpsim

@@ -1,0 +1,3 @@
+// One doctest main per test executable.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
