@@ -1,0 +1,157 @@
+// cpsim bench strategies: forward and forward+backward time of every strategy against the single-process tiled
+// kernel on one thread, measured in the same run, while S grows.
+//
+// A strategy's time is the slowest rank's forward (and backward) phase, as the recorder measured it: input
+// generation and rank start-up are not counted, as on a real cluster where the inputs are already there.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "sim/cli/cli.hpp"
+#include "sim/cli/problem_options.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/json.hpp"
+#include "sim/core/random.hpp"
+#include "sim/kernels/cpu_device.hpp"
+#include "sim/runtime/report.hpp"
+
+namespace cpsim::cli {
+namespace {
+
+struct Timing {
+  double fwd_ms = 0, bwd_ms = 0;
+};
+
+// The single-process tiled kernel on one thread: the baseline every strategy is compared with.
+Timing single_process(const Problem& p, std::uint64_t seed) {
+  Recorder rec;
+  CpuDevice dev(rec);
+  const Dims qd{p.batch, p.seq, p.heads, p.head_dim}, kd{p.batch, p.seq, p.kv_heads, p.head_dim};
+  auto upload = [&](Dims d, std::uint64_t stream, const char* name) {
+    Buffer b = dev.alloc(d, p.dtype, Layout::bsnd, name);
+    const auto x = normals(seed, stream, static_cast<std::size_t>(d.numel()));
+    if (p.dtype == DType::f64) {
+      dev.upload(b, x.data());
+    } else {
+      std::vector<float> f(x.begin(), x.end());
+      dev.upload(b, f.data());
+    }
+    return b;
+  };
+  const Buffer q = upload(qd, kStreamQ, "q"), k = upload(kd, kStreamK, "k"), v = upload(kd, kStreamV, "v"),
+               dout = upload(qd, kStreamDout, "dout");
+  const Buffer out = dev.alloc(qd, p.dtype, Layout::bsnd, "out"), lse = dev.alloc({p.batch, p.seq, p.heads, 1}, p.dtype, Layout::bns, "lse");
+  const Buffer dq = dev.alloc(qd, p.dtype, Layout::bsnd, "dq"), dk = dev.alloc(kd, p.dtype, Layout::bsnd, "dk"),
+               dv = dev.alloc(kd, p.dtype, Layout::bsnd, "dv");
+  const Positions pos = iota_positions(0, p.seq);
+  const AttentionOptions opt{p.causal, p.scale, std::nullopt};
+  const auto t0 = std::chrono::steady_clock::now();
+  dev.attention_forward(View(q), pos, View(k), View(v), pos, View(out), View(lse), opt);
+  const auto t1 = std::chrono::steady_clock::now();
+  dev.attention_backward(View(q), pos, View(k), View(v), pos, View(out), View(lse), View(dout), View(dq), View(dk),
+                         View(dv), opt);
+  const auto t2 = std::chrono::steady_clock::now();
+  return {std::chrono::duration<double, std::milli>(t1 - t0).count(),
+          std::chrono::duration<double, std::milli>(t2 - t1).count()};
+}
+
+Timing slowest_rank(const RunResult& r) {
+  Timing t;
+  for (const auto& rk : r.ranks) {
+    const auto& ph = rk.stats.phase_us();
+    if (auto it = ph.find("forward"); it != ph.end()) t.fwd_ms = std::max(t.fwd_ms, it->second / 1000);
+    if (auto it = ph.find("backward"); it != ph.end()) t.bwd_ms = std::max(t.bwd_ms, it->second / 1000);
+  }
+  return t;
+}
+
+std::vector<std::int64_t> parse_list(const std::string& flag, const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(static_cast<std::int64_t>(parse_size(flag, item)));
+  require(!out.empty(), "--" + flag + " needs at least one value", "use --" + flag + " 1K,4K");
+  return out;
+}
+
+int bench_strategies(const std::vector<std::string>& args) {
+  po::options_description desc("cpsim bench strategies: every strategy's time against one process, as S grows");
+  ProblemOptions o;
+  o.heads = 8;
+  o.head_dim = 64;
+  o.dtype = "f32";
+  std::string seqs = "1K,4K,16K", strategies = "all_gather,ulysses,ring,hybrid";
+  add_problem_options(desc, o);
+  desc.add_options()("seqs", po::value(&seqs)->default_value(seqs), "sequence lengths to sweep (K = 1024)")(
+      "strategies", po::value(&strategies)->default_value(strategies), "comma-separated strategies")(
+      "json", "print one JSON object");
+  po::variables_map vm;
+  if (!parse("bench strategies", desc, args, vm)) return 0;
+  const auto seq_list = parse_list("seqs", seqs);
+  std::vector<StrategyKind> kinds;
+  {
+    std::stringstream ss(strategies);
+    for (std::string s; std::getline(ss, s, ',');) kinds.push_back(parse_strategy(s));
+  }
+  // Validate every configuration before measuring anything.
+  std::vector<RunConfig> configs;
+  for (auto S : seq_list)
+    for (StrategyKind k : kinds) {
+      ProblemOptions x = o;
+      x.seq = S;
+      x.strategy = std::string(strategy_name(k));
+      configs.push_back(to_run_config(x, vm));
+      configs.back().backward = true;
+    }
+  const bool json = vm.count("json") > 0;
+  JsonWriter j;
+  j.begin_object().key("config").begin_object().key("ranks").value(o.ranks).key("batch").value(o.batch);
+  j.key("heads").value(o.heads).key("kv_heads").value(configs[0].problem.kv_heads).key("head_dim").value(o.head_dim);
+  j.key("dtype").value(o.dtype).key("sharding").value(o.sharding).key("backend").value(o.backend).end_object();
+  j.key("results").begin_array();
+  if (!json)
+    std::cout << "Strategies on " << o.ranks << " " << o.backend << " ranks, " << o.sharding << ", B=" << o.batch
+              << " Nq=" << o.heads << " Nkv=" << configs[0].problem.kv_heads << " D=" << o.head_dim << " " << o.dtype
+              << "; time = slowest rank; baseline = single-process tiled kernel, one thread, same run\n\n"
+              << "      S  strategy      fwd ms   fwd+bwd ms  x baseline  pairs/rank(max)  sent/rank(max)\n";
+  std::size_t idx = 0;
+  for (auto S : seq_list) {
+    Problem base = configs[idx].problem;
+    base.seq = S;
+    std::cerr << "[bench strategies] S=" << S << ": single-process baseline...\n";
+    const Timing sp = single_process(base, configs[idx].seed);
+    if (!json)
+      std::printf("%7lld  %-12s %8.1f  %11.1f  %10s\n", static_cast<long long>(S), "1 process", sp.fwd_ms,
+                  sp.fwd_ms + sp.bwd_ms, "1.00");
+    j.begin_object().key("seq").value(S).key("strategy").value("single_process").key("fwd_ms").value(sp.fwd_ms);
+    j.key("fwd_bwd_ms").value(sp.fwd_ms + sp.bwd_ms).end_object();
+    for (std::size_t n = 0; n < kinds.size(); ++n, ++idx) {
+      const RunConfig& c = configs[idx];
+      std::cerr << "[bench strategies] S=" << S << ": " << strategy_name(c.strategy) << " (" << n + 1 << "/"
+                << kinds.size() << ")...\n";
+      const RunResult r = run(c);
+      const Timing t = slowest_rank(r);
+      std::int64_t pairs = 0, sent = 0;
+      for (const auto& rk : r.ranks) {
+        pairs = std::max(pairs, rk.stats.total_work().pairs);
+        sent = std::max(sent, rk.stats.comm_counts().bytes_sent);
+      }
+      const double ratio = (t.fwd_ms + t.bwd_ms) / (sp.fwd_ms + sp.bwd_ms);
+      if (!json)
+        std::printf("%7lld  %-12s %8.1f  %11.1f  %10.2f  %15lld  %14s\n", static_cast<long long>(S),
+                    std::string(strategy_name(c.strategy)).c_str(), t.fwd_ms, t.fwd_ms + t.bwd_ms, ratio,
+                    static_cast<long long>(pairs), format_bytes(static_cast<double>(sent)).c_str());
+      j.begin_object().key("seq").value(S).key("strategy").value(strategy_name(c.strategy));
+      j.key("fwd_ms").value(t.fwd_ms).key("fwd_bwd_ms").value(t.fwd_ms + t.bwd_ms).key("ratio_to_single").value(ratio);
+      j.key("max_pairs_per_rank").value(pairs).key("max_bytes_sent_per_rank").value(sent).end_object();
+    }
+  }
+  j.end_array().end_object();
+  if (json) std::cout << j.str() << "\n";
+  return 0;
+}
+
+}  // namespace
+CPSIM_BENCH(strategies, "every strategy's forward and forward+backward time against one process", bench_strategies);
+}  // namespace cpsim::cli

@@ -1,0 +1,202 @@
+#include "sim/runtime/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+
+namespace cpsim {
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pad(std::string s, std::size_t w) {
+  if (s.size() < w) s.append(w - s.size(), ' ');
+  return s;
+}
+
+std::string spans_text(const std::vector<Span>& spans) {
+  std::string s;
+  for (const Span& sp : spans) s += (s.empty() ? "" : " ") + ("[" + std::to_string(sp.lo) + "," + std::to_string(sp.hi) + ")");
+  return s;
+}
+
+std::string calls_text(const CommCounts& c) {
+  std::string s;
+  for (const auto& [k, n] : c.calls) s += (s.empty() ? "" : ", ") + k + " " + std::to_string(n);
+  return s.empty() ? "-" : s;
+}
+
+WorkCounts phase_work(const Recorder& rec, const std::string& phase) {
+  WorkCounts w;
+  for (const auto& s : rec.step_work())
+    if (s.phase == phase) w += s.work;
+  return w;
+}
+
+double phase_ms(const Recorder& rec, const std::string& phase) {
+  auto it = rec.phase_us().find(phase);
+  return it == rec.phase_us().end() ? 0.0 : it->second / 1000.0;
+}
+
+}  // namespace
+
+std::string format_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (std::abs(b) >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt("%.0f B", b) : fmt("%.1f ", b) + units[u];
+}
+
+std::string format_check(const RunResult& r) {
+  const CheckReport& c = r.check;
+  std::ostringstream os;
+  os << "Check against the single-process f64 reference (" << c.rule << "):\n";
+  auto line = [&](const char* name, double e, double a) {
+    os << "  " << pad(name, 4) << " max abs error " << fmt("%.3e", e) << "  allowed " << fmt("%.3e", a) << "  "
+       << (e <= a ? "ok" : "FAIL") << "\n";
+  };
+  line("out", c.err.out, c.allowed.out);
+  line("lse", c.err.lse, c.allowed.lse);
+  if (r.config.backward) {
+    line("dq", c.err.dq, c.allowed.dq);
+    line("dk", c.err.dk, c.allowed.dk);
+    line("dv", c.err.dv, c.allowed.dv);
+  }
+  const double tol = std::min({c.allowed.out, r.config.backward ? std::min({c.allowed.dq, c.allowed.dk, c.allowed.dv})
+                                                                : c.allowed.out});
+  const auto& per_rank = c.per_rank;
+  for (std::size_t i = 0; i < per_rank.size(); ++i)
+    os << "rank " << i << ": " << (per_rank[i] <= tol ? "CORRECT" : "ERROR") << "  (max abs error on its rows "
+       << fmt("%.1e", per_rank[i]) << ")\n";
+  os << (c.passed ? "PASSED" : "FAILED") << "\n";
+  return os.str();
+}
+
+std::string format_report(const RunResult& r) {
+  const RunConfig& cfg = r.config;
+  const Problem& p = cfg.problem;
+  std::ostringstream os;
+  os << "cpsim run: " << strategy_name(cfg.strategy);
+  if (cfg.strategy == StrategyKind::hybrid) {
+    const int A = p.a2a_size(cfg.strategy);
+    os << " (A2A " << A << " x ring " << p.ranks / A << ")";
+  }
+  os << ", " << sharding_name(p.sharding) << " sharding, C=" << p.ranks << " ranks on " << backend_name(cfg.backend)
+     << "\n  B=" << p.batch << " S=" << p.seq << " Nq=" << p.heads << " Nkv=" << p.kv_heads << " D=" << p.head_dim
+     << " " << dtype_name(p.dtype) << (p.causal ? " causal" : " full") << (cfg.backward ? ", forward+backward" : ", forward")
+     << (p.kv_replicate ? ", KV heads replicated" : "") << ", seed " << cfg.seed << "\n\n";
+
+  os << "rank  positions          fwd pairs    " << (cfg.backward ? "bwd pairs    " : "")
+     << "sent        received    peak held   fwd ms   " << (cfg.backward ? "bwd ms   " : "") << "idle ms\n";
+  for (const RankReport& rk : r.ranks) {
+    const Recorder& s = rk.stats;
+    os << pad(std::to_string(rk.rank), 6) << pad(spans_text(rk.spans), 19)
+       << pad(std::to_string(phase_work(s, "forward").pairs), 13);
+    if (cfg.backward) os << pad(std::to_string(phase_work(s, "backward").pairs), 13);
+    os << pad(format_bytes(static_cast<double>(s.comm_counts().bytes_sent)), 12)
+       << pad(format_bytes(static_cast<double>(s.comm_counts().bytes_received)), 12)
+       << pad(format_bytes(static_cast<double>(s.peak_bytes())), 12) << pad(fmt("%.2f", phase_ms(s, "forward")), 9);
+    if (cfg.backward) os << pad(fmt("%.2f", phase_ms(s, "backward")), 9);
+    os << fmt("%.2f", s.idle_us() / 1000.0) << "\n";
+  }
+  os << "\nCalls per rank:\n";
+  for (const RankReport& rk : r.ranks) os << "  rank " << rk.rank << ": " << calls_text(rk.stats.comm_counts()) << "\n";
+
+  // Work per step: visible (query, key) pairs summed over batch and heads, and the block kinds.
+  for (const char* phase : {"forward", "backward"}) {
+    if (std::string(phase) == "backward" && !cfg.backward) continue;
+    int steps = 0;
+    for (const RankReport& rk : r.ranks)
+      for (const auto& sw : rk.stats.step_work())
+        if (sw.phase == phase) steps = std::max(steps, sw.step + 1);
+    if (steps == 0) continue;
+    os << "\nWork per " << phase << " step (visible query-key pairs x heads x batch):\n  rank";
+    for (int i = 0; i < steps; ++i) os << "  " << pad("step " + std::to_string(i), 10);
+    os << "  total\n";
+    for (const RankReport& rk : r.ranks) {
+      os << "  " << pad(std::to_string(rk.rank), 4);
+      for (int i = 0; i < steps; ++i) {
+        std::int64_t pairs = 0;
+        for (const auto& sw : rk.stats.step_work())
+          if (sw.phase == phase && sw.step == i) pairs += sw.work.pairs;
+        os << "  " << pad(std::to_string(pairs), 10);
+      }
+      os << "  " << phase_work(rk.stats, phase).pairs << "\n";
+    }
+  }
+  if (r.check.ran) os << "\n" << format_check(r);
+  return os.str();
+}
+
+void write_json(JsonWriter& j, const RunResult& r) {
+  const RunConfig& cfg = r.config;
+  const Problem& p = cfg.problem;
+  j.begin_object();
+  j.key("config").begin_object();
+  j.key("strategy").value(strategy_name(cfg.strategy)).key("sharding").value(sharding_name(p.sharding));
+  j.key("ranks").value(p.ranks).key("a2a").value(p.a2a_size(cfg.strategy)).key("kv_replicate").value(p.kv_replicate);
+  j.key("batch").value(p.batch).key("seq").value(p.seq).key("heads").value(p.heads).key("kv_heads").value(p.kv_heads);
+  j.key("head_dim").value(p.head_dim).key("dtype").value(dtype_name(p.dtype)).key("causal").value(p.causal);
+  j.key("backend").value(backend_name(cfg.backend)).key("backward").value(cfg.backward);
+  j.key("seed").value(static_cast<std::int64_t>(cfg.seed));
+  j.end_object();
+  j.key("ranks").begin_array();
+  for (const RankReport& rk : r.ranks) {
+    const Recorder& s = rk.stats;
+    j.begin_object().key("rank").value(rk.rank);
+    j.key("positions").begin_array();
+    for (const Span& sp : rk.spans) j.begin_array().value(sp.lo).value(sp.hi).end_array();
+    j.end_array();
+    j.key("work").begin_object();
+    for (const char* phase : {"forward", "backward"}) {
+      const WorkCounts w = phase_work(s, phase);
+      j.key(phase).begin_object().key("pairs").value(w.pairs).key("flops").value(w.flops);
+      j.key("blocks").value(w.calls).key("skipped_blocks").value(w.skipped_calls);
+      j.key("tiles_computed").value(w.tiles_computed).key("tiles_skipped").value(w.tiles_skipped);
+      j.key("per_step").begin_array();
+      for (const auto& sw : s.step_work())
+        if (sw.phase == phase) j.begin_object().key("step").value(sw.step).key("pairs").value(sw.work.pairs).end_object();
+      j.end_array().end_object();
+    }
+    j.end_object();
+    j.key("bytes_sent").value(s.comm_counts().bytes_sent).key("bytes_received").value(s.comm_counts().bytes_received);
+    j.key("messages_sent").value(s.comm_counts().messages_sent);
+    j.key("calls").begin_object();
+    for (const auto& [k, n] : s.comm_counts().calls) j.key(k).value(n);
+    j.end_object();
+    j.key("peak_bytes").value(s.peak_bytes());
+    j.key("time_ms").begin_object();
+    for (const auto& [k, us] : s.phase_us()) j.key(k).value(us / 1000.0);
+    j.key("idle").value(s.idle_us() / 1000.0).end_object();
+    j.end_object();
+  }
+  j.end_array();
+  if (r.check.ran) {
+    const CheckReport& c = r.check;
+    auto errs = [&](const TensorErrors& e) {
+      j.begin_object().key("out").value(e.out).key("lse").value(e.lse);
+      if (cfg.backward) j.key("dq").value(e.dq).key("dk").value(e.dk).key("dv").value(e.dv);
+      j.end_object();
+    };
+    j.key("check").begin_object().key("passed").value(c.passed).key("rule").value(c.rule);
+    j.key("max_abs_err");
+    errs(c.err);
+    j.key("tolerance");
+    errs(c.allowed);
+    j.end_object();
+  }
+  j.key("wall_ms").value(r.wall_ms);
+  j.end_object();
+}
+
+}  // namespace cpsim

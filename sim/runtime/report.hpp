@@ -1,0 +1,16 @@
+// How a run is shown: the per-rank table, the work per step, the check, and the same as one JSON object.
+#pragma once
+#include <string>
+
+#include "sim/core/json.hpp"
+#include "sim/runtime/run.hpp"
+
+namespace cpsim {
+
+std::string format_report(const RunResult& r);       // text for an 80..120-column terminal
+std::string format_check(const RunResult& r);        // the check section alone (with per-rank CORRECT/ERROR)
+void write_json(JsonWriter& j, const RunResult& r);  // {config, ranks, check, wall_ms}
+
+std::string format_bytes(double bytes);  // "1.5 MiB"
+
+}  // namespace cpsim

@@ -1,0 +1,79 @@
+#include "sim/strategies/heads_exchange.hpp"
+
+#include <algorithm>
+
+#include "sim/core/error.hpp"
+
+namespace cpsim {
+
+HeadsExchange::HeadsExchange(Communicator& group, Device& dev, const SeqLayout& fine, const std::vector<int>& members)
+    : group_(group), dev_(dev), local_rows_(fine.local_len()) {
+  for (int m : members) {
+    const Positions p = fine.positions(m);
+    group_positions_.insert(group_positions_.end(), p.begin(), p.end());
+  }
+  std::sort(group_positions_.begin(), group_positions_.end());
+  for (int m : members) {
+    std::vector<Run> runs;
+    std::int64_t local = 0;
+    for (const Span& sp : fine.spans(m)) {
+      const auto at = std::lower_bound(group_positions_.begin(), group_positions_.end(), sp.lo);
+      runs.push_back(Run{local, at - group_positions_.begin(), sp.hi - sp.lo});
+      local += sp.hi - sp.lo;
+    }
+    runs_.push_back(std::move(runs));
+  }
+}
+
+Buffer HeadsExchange::seq_to_heads(const Buffer& x, const std::string& name) const {
+  const int A = group_.size();
+  const Dims d = x.dims();  // x: [B, s, N, D]
+  const std::int64_t nh = d.n / A;
+  // 1. Pack: chunk p (batches [pB, (p+1)B)) holds the heads member p will own.   send: [A*B, s, N/A, D]
+  Buffer send = dev_.alloc({A * d.b, d.s, nh, d.d}, x.dtype(), Layout::bsnd, name + ".a2a_send");
+  for (int p = 0; p < A; ++p) dev_.copy(View(send).batches(p * d.b, d.b), View(x).heads(p * nh, nh));
+  // 2. Exchange: chunk p goes to member p; chunk p received holds member p's rows.   recv: [A*B, s, N/A, D]
+  Buffer recv = dev_.alloc(send.dims(), x.dtype(), Layout::bsnd, name + ".a2a_recv");
+  group_.all_to_all(send.data(), recv.data(), send.bytes() / static_cast<std::size_t>(A));
+  // 3. Unpack every member's runs into sequence order.   y: [B, A*s, N/A, D]
+  Buffer y = dev_.alloc({d.b, A * d.s, nh, d.d}, x.dtype(), Layout::bsnd, name);
+  for (int p = 0; p < A; ++p)
+    for (const Run& r : runs_[p])
+      dev_.copy(View(y).rows(r.group_row, r.len), View(recv).batches(p * d.b, d.b).rows(r.local_row, r.len));
+  return y;
+}
+
+Buffer HeadsExchange::heads_to_seq(const Buffer& y, const std::string& name) const {
+  const int A = group_.size();
+  const Dims d = y.dims();  // y: [B, A*s, N/A, D]
+  const std::int64_t s = local_rows_;
+  // 1. Pack: chunk p holds member p's rows (its runs, in its local order).   send: [A*B, s, N/A, D]
+  Buffer send = dev_.alloc({A * d.b, s, d.n, d.d}, y.dtype(), Layout::bsnd, name + ".a2a_send");
+  for (int p = 0; p < A; ++p)
+    for (const Run& r : runs_[p])
+      dev_.copy(View(send).batches(p * d.b, d.b).rows(r.local_row, r.len), View(y).rows(r.group_row, r.len));
+  // 2. Exchange: chunk p received holds my rows for member p's heads.
+  Buffer recv = dev_.alloc(send.dims(), y.dtype(), Layout::bsnd, name + ".a2a_recv");
+  group_.all_to_all(send.data(), recv.data(), send.bytes() / static_cast<std::size_t>(A));
+  // 3. Unpack the head groups side by side.   x: [B, s, N, D]
+  Buffer x = dev_.alloc({d.b, s, A * d.n, d.d}, y.dtype(), Layout::bsnd, name);
+  for (int p = 0; p < A; ++p) dev_.copy(View(x).heads(p * d.n, d.n), View(recv).batches(p * d.b, d.b));
+  return x;
+}
+
+Buffer replicate_kv_heads(Device& dev, const Buffer& kv, int A, const std::string& name) {
+  const Dims d = kv.dims();  // kv: [B, s, Nkv, D]
+  if (A % d.n != 0) throw Error("replicate_kv_heads: A must be a multiple of Nkv");
+  Buffer out = dev.alloc({d.b, d.s, A, d.d}, kv.dtype(), Layout::bsnd, name);
+  for (int j = 0; j < A; ++j) dev.copy(View(out).heads(j, 1), View(kv).heads(j * d.n / A, 1));
+  return out;
+}
+
+Buffer sum_kv_replicas(Device& dev, const Buffer& dkv, std::int64_t kv_heads, const std::string& name) {
+  const Dims d = dkv.dims();  // dkv: [B, s, A, D]
+  Buffer out = dev.alloc({d.b, d.s, kv_heads, d.d}, dkv.dtype(), Layout::bsnd, name);
+  for (std::int64_t j = 0; j < d.n; ++j) dev.add(View(out).heads(j * kv_heads / d.n, 1), View(dkv).heads(j, 1));
+  return out;
+}
+
+}  // namespace cpsim

@@ -1,0 +1,120 @@
+#include "sim/strategies/strategy.hpp"
+
+#include <string>
+
+#include "sim/core/error.hpp"
+
+namespace cpsim {
+
+std::unique_ptr<Strategy> make_all_gather(Communicator& comm, Device& dev, const Problem& p);
+std::unique_ptr<Strategy> make_ulysses(Communicator& comm, Device& dev, const Problem& p);
+std::unique_ptr<Strategy> make_ring(Communicator& comm, Device& dev, const Problem& p);
+std::unique_ptr<Strategy> make_hybrid(Communicator& comm, Device& dev, const Problem& p);
+
+std::string_view strategy_name(StrategyKind k) {
+  switch (k) {
+    case StrategyKind::all_gather: return "all_gather";
+    case StrategyKind::ulysses: return "ulysses";
+    case StrategyKind::ring: return "ring";
+    case StrategyKind::hybrid: return "hybrid";
+  }
+  return "?";
+}
+
+StrategyKind parse_strategy(std::string_view s) {
+  for (StrategyKind k : all_strategies())
+    if (strategy_name(k) == s) return k;
+  if (s == "a2a" || s == "all_to_all") return StrategyKind::ulysses;
+  if (s == "p2p") return StrategyKind::ring;
+  throw UsageError("unknown strategy '" + std::string(s) + "'; use --strategy all_gather, ulysses, ring or hybrid");
+}
+
+std::vector<StrategyKind> all_strategies() {
+  return {StrategyKind::all_gather, StrategyKind::ulysses, StrategyKind::ring, StrategyKind::hybrid};
+}
+
+int Problem::a2a_size(StrategyKind k) const {
+  switch (k) {
+    case StrategyKind::ulysses: return ranks;
+    case StrategyKind::hybrid: return a2a > 0 ? a2a : (ranks % 2 == 0 ? 2 : 1);
+    default: return 1;
+  }
+}
+
+namespace {
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+// An A2A group of A ranks splits the heads A ways: Nq % A == 0, and Nkv % A == 0 unless KV heads are replicated.
+void validate_heads_split(const Problem& p, int A, const std::string& who, const std::string& fix_q,
+                          const std::string& fix_kv) {
+  require(p.heads % A == 0,
+          who + " splits the " + str(p.heads) + " query heads over " + str(A) + " ranks, so Nq % " + str(A) +
+              " must be 0 (Nq=" + str(p.heads) + ")",
+          fix_q);
+  if (p.kv_heads % A == 0) return;
+  if (p.kv_replicate) {
+    require(A % p.kv_heads == 0,
+            "--kv-replicate copies each KV head onto A/Nkv ranks, so A must be a multiple of Nkv (A=" + str(A) +
+                ", Nkv=" + str(p.kv_heads) + ")",
+            "use a group size that is a multiple of " + str(p.kv_heads));
+    return;
+  }
+  require(false,
+          who + " splits the " + str(p.kv_heads) + " KV heads over " + str(A) + " ranks, so Nkv % " + str(A) +
+              " must be 0 (Nkv=" + str(p.kv_heads) + ")",
+          fix_kv);
+}
+}  // namespace
+
+void validate(const Problem& p, StrategyKind kind) {
+  require(p.batch >= 1, "the batch B must be at least 1 (got " + str(p.batch) + ")", "use --batch 1");
+  require(p.heads >= 1, "the query heads Nq must be at least 1 (got " + str(p.heads) + ")", "use --heads 1 or more");
+  require(p.kv_heads >= 1, "the KV heads Nkv must be at least 1 (got " + str(p.kv_heads) + ")",
+          "use --kv-heads 1 or more");
+  require(p.head_dim >= 1, "the head dim D must be at least 1 (got " + str(p.head_dim) + ")", "use --head-dim 64");
+  require(p.heads % p.kv_heads == 0,
+          "grouped-query attention shares each KV head among Nq/Nkv query heads, so Nq % Nkv must be 0 (Nq=" +
+              str(p.heads) + ", Nkv=" + str(p.kv_heads) + ")",
+          "use --kv-heads " + str(p.heads) + " or a divisor of it");
+  const SeqLayout layout(p.ranks, p.seq, p.sharding);  // throws for impossible layouts
+  (void)layout;
+  if (p.kv_replicate)
+    require(kind == StrategyKind::ulysses || kind == StrategyKind::hybrid,
+            "--kv-replicate only applies to the all-to-all strategies", "use --strategy ulysses or hybrid");
+
+  const int C = p.ranks;
+  if (kind == StrategyKind::ulysses) {
+    validate_heads_split(p, C, "ulysses", "use --strategy ring, or --strategy hybrid --a2a A with A dividing Nq",
+                         C % p.kv_heads == 0
+                             ? "use --kv-replicate (each KV head copied onto C/Nkv ranks) or --strategy hybrid --a2a " +
+                                   str(p.kv_heads)
+                             : "use --strategy hybrid --a2a A with A dividing Nkv, or --strategy ring");
+  }
+  if (kind == StrategyKind::hybrid) {
+    const int A = p.a2a_size(kind);
+    require(A >= 1 && C % A == 0,
+            "the hybrid runs on a 2-D mesh C = A x R, so the A2A group size A must divide C (A=" + str(A) +
+                ", C=" + str(C) + ")",
+            C % 2 == 0 ? "use --a2a 2" : "use --a2a 1 or a divisor of C");
+    validate_heads_split(p, A, "the hybrid's A2A group",
+                         "use an --a2a that divides Nq", "use --kv-replicate or an --a2a that divides Nkv");
+  } else if (p.a2a > 0) {
+    require(false, "--a2a sets the hybrid's A2A group size", "use --strategy hybrid or drop --a2a");
+  }
+}
+
+std::unique_ptr<Strategy> make_strategy(StrategyKind kind, Communicator& comm, Device& dev, const Problem& p) {
+  validate(p, kind);
+  if (comm.size() != p.ranks)
+    throw UsageError("the communicator has " + str(comm.size()) + " ranks but the problem asks for " +
+                     str(p.ranks) + "; use --ranks " + str(comm.size()));
+  switch (kind) {
+    case StrategyKind::all_gather: return make_all_gather(comm, dev, p);
+    case StrategyKind::ulysses: return make_ulysses(comm, dev, p);
+    case StrategyKind::ring: return make_ring(comm, dev, p);
+    case StrategyKind::hybrid: return make_hybrid(comm, dev, p);
+  }
+  throw Error("unknown strategy");
+}
+
+}  // namespace cpsim

@@ -1,0 +1,71 @@
+// A context-parallel attention strategy, as one rank runs it.
+//
+// Each strategy is written once against the two seams: Communicator (bytes between ranks) and Device (math on
+// this rank's buffers). It includes neither Eigen nor Boost nor CUDA, so the same file runs on threads,
+// processes, MPI, NCCL and the counting device.
+//
+// Inputs are sequence-sharded as the layout says: rank r holds the rows of SeqLayout::positions(r), ascending.
+//   q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]   (s = S/C)
+// forward() returns the output in the same sharding, and the log-sum-exp where the strategy computed it
+// (ring and all-gather: all heads of the local rows; ulysses: Nq/C heads of every row; hybrid: in between).
+// backward(dout) uses what forward saved and returns dq, dk, dv in the input sharding.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/comm/communicator.hpp"
+#include "sim/core/buffer.hpp"
+#include "sim/core/positions.hpp"
+#include "sim/kernels/device.hpp"
+#include "sim/layout/layout.hpp"
+
+namespace cpsim {
+
+enum class StrategyKind { all_gather, ulysses, ring, hybrid };
+std::string_view strategy_name(StrategyKind k);
+StrategyKind parse_strategy(std::string_view s);  // throws UsageError listing the accepted names
+std::vector<StrategyKind> all_strategies();
+
+struct Problem {
+  std::int64_t batch = 1, seq = 64, heads = 4, kv_heads = 4, head_dim = 16;
+  bool causal = true;
+  double scale = 0;  // 0: 1/sqrt(D)
+  DType dtype = DType::f64;
+  Sharding sharding = Sharding::zigzag;
+  int ranks = 1;
+  int a2a = 0;               // hybrid: the A2A group size A (C = A x R); 0 picks 2 when C is even
+  bool kv_replicate = false; // ulysses: replicate KV heads onto C/Nkv ranks when C > Nkv
+  // Gradient accumulators: f32 for bf16 inputs, else the input dtype.
+  DType accum_dtype() const { return dtype == DType::bf16 ? DType::f32 : dtype; }
+  int a2a_size(StrategyKind k) const;  // A: C for ulysses, 1 for ring/all_gather, the hybrid's A
+};
+
+// Throws UsageError naming the constraint and a fix for every impossible configuration.
+void validate(const Problem& p, StrategyKind kind);
+
+struct LocalOutput {
+  Buffer out;                  // [B, s, Nq, D], this rank's rows (input sharding)
+  Buffer lse;                  // [B, nh, n]: the heads [lse_head0, lse_head0 + nh) of the rows at lse_positions
+  std::int64_t lse_head0 = 0;
+  Positions lse_positions;
+};
+
+struct LocalGrads {
+  Buffer dq;  // [B, s, Nq, D]
+  Buffer dk;  // [B, s, Nkv, D]
+  Buffer dv;  // [B, s, Nkv, D]
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual LocalOutput forward(const Buffer& q, const Buffer& k, const Buffer& v) = 0;
+  virtual LocalGrads backward(const Buffer& dout) = 0;  // after forward, on the same object
+};
+
+std::unique_ptr<Strategy> make_strategy(StrategyKind kind, Communicator& comm, Device& dev, const Problem& p);
+
+}  // namespace cpsim

@@ -1,0 +1,43 @@
+#include <doctest/doctest.h>
+
+#include "run_cli.hpp"
+
+using cpsim::test::count_lines;
+using cpsim::test::run_cli;
+
+TEST_CASE("cpsim layout prints the zigzag chunks and the flat work table") {
+  const auto r = run_cli("layout --ranks 4 --seq 16", "layout1");
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("0     0,7") != std::string::npos);
+  CHECK(r.out.find("3     3,4") != std::string::npos);
+  CHECK(r.out.find("imbalance (max/mean visible pairs): 1.00") != std::string::npos);
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("cpsim layout --json reports the contiguous chunk blocks 2, 6, 10, 14") {
+  const auto r = run_cli("layout --ranks 4 --seq 16 --sharding contiguous --json", "layout2");
+  CHECK(r.rc == 0);
+  for (const char* want : {"\"chunk_blocks\":2,", "\"chunk_blocks\":6,", "\"chunk_blocks\":10,", "\"chunk_blocks\":14,"})
+    CHECK(r.out.find(want) != std::string::npos);
+  CHECK(r.out.find("\"ring_blocks\":4") != std::string::npos);
+}
+
+TEST_CASE("bad arguments give one line on stderr, exit code 2 and nothing on stdout") {
+  for (const char* args : {"layout --seq 10 --ranks 4", "layout --sharding striped", "layout --ranks x",
+                           "layout --bogus", "nosuchcommand", "bench nosuchbench"}) {
+    INFO(args);
+    const auto r = run_cli(args, "layout_bad");
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+  }
+}
+
+TEST_CASE("every command answers --help with exit code 0") {
+  for (const char* args : {"--help", "layout --help", "run --help", "bench --help"}) {
+    INFO(args);
+    const auto r = run_cli(args, "help");
+    CHECK(r.rc == 0);
+    CHECK(r.out.find("usage: cpsim") != std::string::npos);
+  }
+}

@@ -1,0 +1,44 @@
+// Runs the built `cpsim` binary and captures its exit code, stdout and stderr.
+#pragma once
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace cpsim::test {
+
+struct CliResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+inline CliResult run_cli(const std::string& args, const std::string& tag = "cli") {
+  const std::string dir = std::string(CPSIM_BINARY_DIR) + "/tests";
+  const std::string out = dir + "/" + tag + ".stdout", err = dir + "/" + tag + ".stderr";
+  const std::string cmd = std::string(CPSIM_BINARY_DIR) + "/cpsim " + args + " >" + out + " 2>" + err + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+inline int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace cpsim::test

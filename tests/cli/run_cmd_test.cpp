@@ -1,0 +1,52 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "run_cli.hpp"
+
+using cpsim::test::count_lines;
+using cpsim::test::run_cli;
+
+TEST_CASE("cpsim run prints the per-rank table and a passing check") {
+  const auto r = run_cli("run --strategy ring --ranks 4 --seq 32 --backward --check", "run1");
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("rank 3: CORRECT") != std::string::npos);
+  CHECK(r.out.find("PASSED") != std::string::npos);
+  CHECK(r.out.find("isend 9") != std::string::npos);  // 3 forward + 3 K/V + 3 dK/dV backward
+}
+
+TEST_CASE("cpsim run --json has config, ranks and check with the five errors") {
+  const auto r = run_cli("run --strategy hybrid --ranks 4 --seq 32 --heads 4 --backward --check --json", "run2");
+  CHECK(r.rc == 0);
+  for (const char* key : {"\"config\":", "\"ranks\":", "\"peak_bytes\":", "\"bytes_sent\":", "\"check\":",
+                          "\"passed\":true", "\"dq\":", "\"dk\":", "\"dv\":", "\"lse\":"})
+    CHECK(r.out.find(key) != std::string::npos);
+  CHECK(count_lines(r.out) == 1);
+}
+
+TEST_CASE("cpsim run --dump writes NumPy files of the inputs and outputs") {
+  const std::string dir = std::string(CPSIM_BINARY_DIR) + "/tests/dump_test";
+  std::filesystem::remove_all(dir);
+  const auto r = run_cli("run --strategy ulysses --ranks 2 --seq 16 --backward --dump " + dir, "run3");
+  CHECK(r.rc == 0);
+  for (const char* f : {"q", "k", "v", "out", "lse", "dout", "dq", "dk", "dv"})
+    CHECK(std::filesystem::exists(dir + "/" + f + ".npy"));
+  // q: [1, 16, 4, 16] doubles after a 128-byte header.
+  CHECK(std::filesystem::file_size(dir + "/q.npy") == 128 + 16 * 4 * 16 * 8);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("impossible configurations exit 2 with one line and write no file") {
+  const std::string dir = std::string(CPSIM_BINARY_DIR) + "/tests/dump_bad";
+  std::filesystem::remove_all(dir);
+  for (const char* args : {"run --seq 30 --ranks 4", "run --strategy ulysses --heads 4 --kv-heads 2 --ranks 4",
+                           "run --strategy hybrid --ranks 6 --a2a 4", "run --heads 6 --kv-heads 4",
+                           "run --ranks 0", "run --dtype f16", "run --backend carrier-pigeon", "run --dtype bf16"}) {
+    INFO(args);
+    const auto r = run_cli(std::string(args) + " --dump " + dir, "run_bad");
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+    CHECK(!std::filesystem::exists(dir));
+  }
+}

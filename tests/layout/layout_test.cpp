@@ -1,0 +1,94 @@
+#include "sim/layout/layout.hpp"
+
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "sim/core/error.hpp"
+
+using namespace cpsim;
+
+namespace {
+std::vector<std::vector<int>> all_chunks(const SeqLayout& L) {
+  std::vector<std::vector<int>> out;
+  for (int r = 0; r < L.ranks(); ++r) out.push_back(L.chunks(r));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("zigzag gives rank r chunks r and 2C-1-r") {
+  const SeqLayout L(4, 32, Sharding::zigzag);
+  CHECK(all_chunks(L) == std::vector<std::vector<int>>{{0, 7}, {1, 6}, {2, 5}, {3, 4}});
+}
+
+TEST_CASE("zigzag with C=2 and S=8 gives rank 0 chunks 0 and 3 of four two-token chunks") {
+  // Four chunks of t=2: rank 0 owns chunks 0 and 3 -> positions 0,1,6,7; rank 1 owns 1 and 2 -> 2,3,4,5.
+  // (The set [[0,3,4,7],[1,2,5,6]] is what per-document zigzag gives for two 4-token documents; see
+  // docs/concepts.md. One sequence of 8 tokens follows the chunk rule below.)
+  const SeqLayout L(2, 8, Sharding::zigzag);
+  CHECK(L.positions(0) == Positions{0, 1, 6, 7});
+  CHECK(L.positions(1) == Positions{2, 3, 4, 5});
+}
+
+TEST_CASE("zigzag with C=2 and S=4 gives positions 0,3 and 1,2") {
+  const SeqLayout L(2, 4, Sharding::zigzag);
+  CHECK(L.positions(0) == Positions{0, 3});
+  CHECK(L.positions(1) == Positions{1, 2});
+}
+
+TEST_CASE("contiguous gives rank r one run of S/C positions") {
+  const SeqLayout L(3, 12, Sharding::contiguous);
+  CHECK(L.positions(1) == Positions{4, 5, 6, 7});
+  CHECK(L.owner(11) == 2);
+}
+
+TEST_CASE("every position has exactly one owner and owner agrees with positions") {
+  for (Sharding sh : {Sharding::zigzag, Sharding::contiguous})
+    for (int C : {1, 2, 3, 4, 8}) {
+      const SeqLayout L(C, 16 * C, sh);
+      std::vector<int> seen(static_cast<std::size_t>(L.seq()), 0);
+      for (int r = 0; r < C; ++r)
+        for (auto p : L.positions(r)) {
+          ++seen[static_cast<std::size_t>(p)];
+          CHECK(L.owner(p) == r);
+        }
+      CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    }
+}
+
+TEST_CASE("shard then unshard returns the global tensor for several C and S") {
+  for (Sharding sh : {Sharding::zigzag, Sharding::contiguous})
+    for (int C : {1, 2, 3, 4, 8})
+      for (std::int64_t mult : {1, 3}) {
+        const SeqLayout L(C, 2 * C * mult, sh);
+        const std::int64_t B = 2, E = 3;
+        std::vector<double> g(static_cast<std::size_t>(B * L.seq() * E));
+        std::iota(g.begin(), g.end(), 0.0);
+        std::vector<std::vector<double>> locals;
+        for (int r = 0; r < C; ++r) locals.push_back(shard(L, g, B, E, r));
+        CHECK(unshard(L, locals, B, E) == g);
+        // Row i of rank r's shard is position positions(r)[i].
+        const auto pos = L.positions(C - 1);
+        CHECK(locals[C - 1][static_cast<std::size_t>(E)] == g[static_cast<std::size_t>(pos[1] * E)]);
+      }
+}
+
+TEST_CASE("rank order to sequence order is a permutation and seq_to_rank is its inverse") {
+  const SeqLayout L(4, 16, Sharding::zigzag);
+  const auto fwd = L.rank_to_seq();
+  const auto inv = L.seq_to_rank();
+  // Gathered chunk order for C=4 is [0, 7, 1, 6, 2, 5, 3, 4] (t = 2 tokens each).
+  CHECK(fwd[0] == 0);
+  CHECK(fwd[2] == 14);
+  CHECK(fwd[4] == 2);
+  for (std::size_t i = 0; i < fwd.size(); ++i) CHECK(inv[static_cast<std::size_t>(fwd[i])] == static_cast<std::int64_t>(i));
+}
+
+TEST_CASE("impossible layouts are refused with the constraint and a fix") {
+  CHECK_THROWS_WITH_AS(SeqLayout(4, 10, Sharding::zigzag),
+                       doctest::Contains("S must be divisible by 2C (S=10, 2C=8); use --seq 16"), UsageError);
+  CHECK_THROWS_WITH_AS(SeqLayout(3, 10, Sharding::contiguous), doctest::Contains("use --seq 12"), UsageError);
+  CHECK_THROWS_WITH_AS(SeqLayout(0, 16, Sharding::zigzag), doctest::Contains("at least 1"), UsageError);
+  CHECK_THROWS_AS(SeqLayout(2, 0, Sharding::contiguous), UsageError);
+  CHECK_THROWS_AS(parse_sharding("striped"), UsageError);
+}
