@@ -90,6 +90,9 @@ class Communicator {
 
   // Ranks with the same color form a sub-communicator, ordered by (key, old rank). Collective.
   // Its calls are counted in the same Recorder (they are this rank's calls).
+  //   2-D mesh, C = A x R: split(rank / A, rank) gives the A2A groups [0,1],[2,3],...;
+  //   split(rank % A, rank) the ring groups [0,2,4,6],[1,3,5,7] (C = 8, A = 2). A negative color joins no group
+  // (returns null). The sub-communicator must not outlive the launch that made its parent.
   std::unique_ptr<Communicator> split(int color, int key);
 
  protected:

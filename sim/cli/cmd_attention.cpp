@@ -1,0 +1,177 @@
+// `cpsim attention`: the tiled kernel on one CPU device, forward and backward over the whole problem, timed, and
+// (--check) compared with the f64 reference under the project's tolerance rule (sim/kernels/check.hpp).
+#include <cinttypes>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "sim/cli/cli.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/json.hpp"
+#include "sim/kernels/check.hpp"
+#include "sim/kernels/cpu_device.hpp"
+#include "sim/kernels/single_run.hpp"
+
+namespace cpsim::cli {
+namespace {
+
+struct AttentionArgs {
+  AttentionShape shape{};
+  DType dtype = DType::f32;
+  bool causal = true, check = false, json = false;
+  std::uint64_t seed = 0;
+  int tile = CpuDevice::kDefaultTile;
+};
+
+std::string divisors_of(std::int64_t n) {
+  std::string s;
+  for (std::int64_t d = 1; d <= n; ++d)
+    if (n % d == 0) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return s;
+}
+
+// Throws UsageError naming the constraint and a fix for every impossible flag.
+AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
+  po::options_description desc("cpsim attention options");
+  std::int64_t B = 1, S = 512, N = 8, K = 0, D = 64;
+  std::string dtype = "f32";
+  bool causal = false, full = false;
+  AttentionArgs a;
+  desc.add_options()                                                                      //
+      ("batch", po::value(&B)->default_value(1), "batch size B")                         //
+      ("seq", po::value(&S)->default_value(512), "sequence length S")                    //
+      ("heads", po::value(&N)->default_value(8), "query heads Nq")                       //
+      ("kv-heads", po::value(&K), "key/value heads Nkv (default: Nq); Nq % Nkv == 0")    //
+      ("head-dim", po::value(&D)->default_value(64), "head dimension D")                 //
+      ("dtype", po::value(&dtype)->default_value("f32"), "f32 or f64")                  //
+      ("causal", po::bool_switch(&causal), "causal mask: key visible iff key <= query (default)")  //
+      ("full", po::bool_switch(&full), "no mask: every key visible")                     //
+      ("check", po::bool_switch(&a.check), "compare with the f64 reference; exit 1 when a tensor is off")  //
+      ("json", po::bool_switch(&a.json), "print one JSON object")                        //
+      ("seed", po::value(&a.seed)->default_value(0), "seed of the normal inputs")       //
+      ("tile", po::value(&a.tile)->default_value(CpuDevice::kDefaultTile), "rows per query and key tile");
+  po::variables_map vm;
+  help = !parse("attention", desc, args, vm);
+  if (help) return a;
+  if (!vm.count("kv-heads")) K = N;
+  require(B >= 1, "the batch size must be at least 1 (got --batch " + std::to_string(B) + ")", "use --batch 1");
+  require(S >= 1, "the sequence length must be at least 1 (got --seq " + std::to_string(S) + ")", "use --seq 512");
+  require(N >= 1, "there must be at least one query head (got --heads " + std::to_string(N) + ")", "use --heads 8");
+  require(K >= 1, "there must be at least one kv head (got --kv-heads " + std::to_string(K) + ")",
+          "use --kv-heads " + std::to_string(N));
+  require(N % K == 0,
+          "grouped-query attention needs the query heads to be a multiple of the kv heads (Nq=" + std::to_string(N) +
+              ", Nkv=" + std::to_string(K) + ")",
+          "use --kv-heads one of " + divisors_of(N));
+  require(D >= 1, "the head dimension must be at least 1 (got --head-dim " + std::to_string(D) + ")",
+          "use --head-dim 64");
+  require(!(causal && full), "--causal and --full exclude each other", "give one of them");
+  require(a.tile >= 1, "the tile must hold at least one row (got --tile " + std::to_string(a.tile) + ")",
+          "use --tile " + std::to_string(CpuDevice::kDefaultTile));
+  a.dtype = parse_dtype(dtype);
+  require(a.dtype != DType::bf16, "bf16 needs a GPU device", "use --dtype f32 or f64");
+  a.causal = !full;
+  a.shape = AttentionShape{.B = B, .Sq = S, .Sk = S, .Nq = N, .Nkv = K, .D = D};
+  return a;
+}
+
+void json_call(JsonWriter& j, const char* name, const WorkCounts& w, double seconds) {
+  j.key(name).begin_object();
+  j.key("seconds").value(seconds);
+  j.key("gflops").value(w.flops / seconds / 1e9);
+  j.key("flops").value(w.flops);
+  j.key("pairs").value(w.pairs);
+  j.key("tiles_computed").value(w.tiles_computed);
+  j.key("tiles_skipped").value(w.tiles_skipped);
+  j.end_object();
+}
+
+void json_errors(JsonWriter& j, const char* name, const AttentionErrors& e) {
+  j.key(name).begin_object();
+  j.key("out").value(e.out).key("lse").value(e.lse).key("dq").value(e.dq).key("dk").value(e.dk).key("dv").value(e.dv);
+  j.end_object();
+}
+
+void print_json(const AttentionArgs& a, const SingleRun& r, const AttentionCheck* c) {
+  const AttentionShape& s = a.shape;
+  JsonWriter j;
+  j.begin_object();
+  j.key("config").begin_object();
+  j.key("batch").value(s.B).key("seq").value(s.Sq).key("heads").value(s.Nq).key("kv_heads").value(s.Nkv);
+  j.key("head_dim").value(s.D).key("dtype").value(dtype_name(a.dtype)).key("causal").value(a.causal);
+  j.key("seed").value(static_cast<std::int64_t>(a.seed)).key("tile").value(a.tile).key("device").value("cpu");
+  j.end_object();
+  json_call(j, "forward", r.fwd_work, r.fwd_seconds);
+  json_call(j, "backward", r.bwd_work, r.bwd_seconds);
+  j.key("peak_bytes").value(r.peak_bytes);
+  j.key("check");
+  if (c == nullptr) {
+    j.null();
+  } else {
+    j.begin_object();
+    j.key("passed").value(c->passed);
+    json_errors(j, "max_abs_err", c->err);
+    json_errors(j, "allowed", c->allowed);
+    if (a.dtype == DType::f32) json_errors(j, "plain_f32_err", c->plain);
+    j.end_object();
+  }
+  j.end_object();
+  std::cout << j.str() << "\n";
+}
+
+void print_text(const AttentionArgs& a, const SingleRun& r, const AttentionCheck* c) {
+  const AttentionShape& s = a.shape;
+  std::printf("attention on the cpu device: B=%" PRId64 " S=%" PRId64 " Nq=%" PRId64 " Nkv=%" PRId64 " D=%" PRId64
+              " %s %s, tile %d, seed %" PRIu64 "\n",
+              s.B, s.Sq, s.Nq, s.Nkv, s.D, std::string(dtype_name(a.dtype)).c_str(), a.causal ? "causal" : "full",
+              a.tile, a.seed);
+  std::printf("  %-9s %12s %10s %14s %16s\n", "call", "time ms", "GFLOP/s", "visible pairs", "tiles done/skip");
+  auto row = [](const char* name, const WorkCounts& w, double sec) {
+    std::printf("  %-9s %12.3f %10.2f %14" PRId64 " %9" PRId64 "/%-6" PRId64 "\n", name, sec * 1e3,
+                w.flops / sec / 1e9, w.pairs, w.tiles_computed, w.tiles_skipped);
+  };
+  row("forward", r.fwd_work, r.fwd_seconds);
+  row("backward", r.bwd_work, r.bwd_seconds);
+  std::printf("  peak device memory %.2f MiB\n", static_cast<double>(r.peak_bytes) / (1 << 20));
+  if (c == nullptr) return;
+  if (a.dtype == DType::f32)
+    std::printf("check against the f64 reference: error <= 2 x plain f32 error + FLT_EPSILON x max|reference|\n");
+  else
+    std::printf("check against the f64 reference: error <= %.0e\n", kF64Tolerance);
+  std::printf("  %-6s %12s %12s %12s\n", "tensor", "max abs err", "allowed", a.dtype == DType::f32 ? "plain f32" : "");
+  auto line = [&](const char* name, double e, double allowed, double plain) {
+    std::printf("  %-6s %12.3e %12.3e ", name, e, allowed);
+    if (a.dtype == DType::f32) std::printf("%12.3e", plain);
+    std::printf("%s\n", e <= allowed ? "" : "   <- too large");
+  };
+  line("out", c->err.out, c->allowed.out, c->plain.out);
+  line("lse", c->err.lse, c->allowed.lse, c->plain.lse);
+  line("dq", c->err.dq, c->allowed.dq, c->plain.dq);
+  line("dk", c->err.dk, c->allowed.dk, c->plain.dk);
+  line("dv", c->err.dv, c->allowed.dv, c->plain.dv);
+  std::printf("%s\n", c->passed ? "PASSED" : "FAILED");
+}
+
+int cmd_attention(const std::vector<std::string>& args) {
+  bool help = false;
+  const AttentionArgs a = parse_args(args, help);
+  if (help) return 0;
+  const AttentionProblem p = random_problem(a.shape, a.causal, a.dtype, a.seed);
+  Recorder rec;
+  CpuDevice dev(rec, a.tile);
+  const SingleRun r = run_single_device(dev, p, a.dtype);
+  AttentionCheck c;
+  if (a.check) c = check_against_reference(p, a.dtype, r.fwd, &r.bwd);
+  if (a.json)
+    print_json(a, r, a.check ? &c : nullptr);
+  else
+    print_text(a, r, a.check ? &c : nullptr);
+  return a.check && !c.passed ? 1 : 0;
+}
+
+}  // namespace
+
+CPSIM_COMMAND(attention, "the tiled attention kernel on one device, timed and checked against the reference",
+              cmd_attention);
+
+}  // namespace cpsim::cli

@@ -1,0 +1,75 @@
+// launch(): validates the options and hands the run to its backend.
+#include "sim/comm/launcher.hpp"
+
+#include "sim/comm/launch_support.hpp"
+#include "sim/comm/processes_backend.hpp"
+#include "sim/comm/threads_backend.hpp"
+
+namespace cpsim {
+
+#ifdef CPSIM_HAVE_MPI
+std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn);  // sim/comm/mpi
+#endif
+
+std::string_view backend_name(Backend b) {
+  switch (b) {
+    case Backend::threads: return "threads";
+    case Backend::processes: return "processes";
+    case Backend::mpi: return "mpi";
+    case Backend::nccl: return "nccl";
+    case Backend::cuda_threads: return "cuda-threads";
+  }
+  return "?";
+}
+
+Backend parse_backend(std::string_view s) {
+  for (Backend b : {Backend::threads, Backend::processes, Backend::mpi, Backend::nccl, Backend::cuda_threads})
+    if (s == backend_name(b)) return b;
+  throw UsageError("unknown backend '" + std::string(s) +
+                   "'; use one of: threads, processes, mpi, nccl, cuda-threads");
+}
+
+std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn) {
+  require(opt.ranks >= 1, "the number of ranks must be at least 1 (got " + std::to_string(opt.ranks) + ")",
+          "use --ranks 1 or more");
+  require(opt.timeout.count() > 0, "the wait timeout must be positive", "give a timeout of at least 1 ms");
+  switch (opt.backend) {
+    case Backend::threads:
+      require(opt.ranks <= kMaxThreadsRanks,
+              "the threads backend runs at most " + std::to_string(kMaxThreadsRanks) + " ranks (asked for " +
+                  std::to_string(opt.ranks) + ")",
+              "use fewer ranks");
+      return launch_threads(opt, fn);
+    case Backend::processes:
+      require(opt.ranks <= kMaxProcessRanks,
+              "the processes backend runs at most " + std::to_string(kMaxProcessRanks) + " ranks (asked for " +
+                  std::to_string(opt.ranks) + ")",
+              "use fewer ranks, or --backend threads");
+      return launch_processes(opt, fn);
+    case Backend::mpi:
+#ifdef CPSIM_HAVE_MPI
+      return launch_mpi(opt, fn);
+#else
+      throw UsageError("backend 'mpi' is not built in; use --backend threads or --backend processes");
+#endif
+    case Backend::nccl:
+    case Backend::cuda_threads:
+      throw UsageError("backend '" + std::string(backend_name(opt.backend)) +
+                       "' is not built in (it needs a CUDA build); use --backend threads or --backend processes");
+  }
+  throw UsageError("unknown backend");
+}
+
+RankFailure rank_failure(int rank, const std::string& what) {
+  for (const std::string& prefix : {"rank " + std::to_string(rank) + ": ", "rank " + std::to_string(rank) + " "})
+    if (what.rfind(prefix, 0) == 0) return RankFailure(rank, what.substr(prefix.size()));
+  return RankFailure(rank, what);
+}
+
+std::vector<int> iota_ranks(int n) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+}  // namespace cpsim

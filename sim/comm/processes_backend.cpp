@@ -1,0 +1,314 @@
+#include "sim/comm/processes_backend.hpp"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <optional>
+
+#include "sim/comm/launch_support.hpp"
+#include "sim/comm/p2p_communicator.hpp"
+#include "sim/comm/shm_engine.hpp"
+#include "sim/comm/shm_segment.hpp"
+#include "sim/core/bytes.hpp"
+
+namespace cpsim {
+namespace {
+
+// How a rank process ends: its rank function returned (and its result was handed over), it failed (and recorded
+// why in the segment), or it stopped because another rank failed.
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 70;
+constexpr int kExitStopped = 71;
+// After a failure, ranks busy computing (not waiting) get this long to notice before they are killed.
+constexpr auto kGrace = std::chrono::milliseconds(1000);
+// How often the launcher looks for children that exited, when no result chunk wakes it earlier.
+constexpr auto kReapEvery = std::chrono::microseconds(5000);
+
+const Envelope kResultEnvelope{kControlContext, Channel::control, CollectiveKind::none, 0, 0};
+
+class ProcessCommunicator final : public P2pCommunicator {
+ public:
+  ProcessCommunicator(ShmEngine& engine, int rank, Recorder& rec, std::vector<int> world_ranks, std::uint64_t context)
+      : P2pCommunicator(rank, static_cast<int>(world_ranks.size()), rec, world_ranks, context), engine_(engine) {}
+  std::string backend() const override { return "processes"; }
+
+ protected:
+  Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) override {
+    return engine_.send(env, buf, bytes, peer_world);
+  }
+  Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world) override {
+    return engine_.recv(env, buf, bytes, peer_world);
+  }
+  std::unique_ptr<Communicator> make_sub(int rank, std::vector<int> world_ranks, std::uint64_t context) override {
+    return std::make_unique<ProcessCommunicator>(engine_, rank, recorder(), std::move(world_ranks), context);
+  }
+
+ private:
+  ShmEngine& engine_;
+};
+
+// SIGINT / SIGTERM while a launch runs: remember the signal; the launcher stops every rank, restores the old
+// handlers and raises it again.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() { restore(); }
+  void restore() {
+    if (restored_) return;
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    restored_ = true;
+  }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+  bool restored_ = false;
+};
+
+std::string signal_text(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return std::string("SIG") + (abbrev ? abbrev : "?") + " (signal " + std::to_string(sig) + ")";
+}
+
+std::string death_text(int sig) {
+  switch (sig) {
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGABRT:
+    case SIGTRAP:
+    case SIGSYS: return "crashed with " + signal_text(sig);
+    default: return "killed by " + signal_text(sig);
+  }
+}
+
+void flush_output() {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+}
+
+// The body of a rank process. Never returns.
+[[noreturn]] void run_rank(const ShmWorld& world, int r, const LaunchOptions& opt, const RankFn& fn,
+                           Recorder::Clock::time_point epoch, pid_t parent) {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher dies: so do we
+  if (::getppid() != parent) ::_exit(kExitStopped);
+  int code = kExitOk;
+  try {
+    ShmEngine engine(world, r, opt.timeout);
+    Recorder rec(r, opt.tracing);
+    rec.set_epoch(epoch);
+    std::string result;
+    {
+      ProcessCommunicator comm(engine, r, rec, iota_ranks(world.ranks()), kWorldContext);
+      result = fn(comm);
+    }
+    // Every message of this rank is in the rings by now: others may stop waiting for more.
+    world.set_status(r, ShmStatus::finished);
+    world.ring_all();
+    // The result and the counters go to the launcher (endpoint C): their size, then the bytes.
+    ByteWriter w;
+    w.put(result);
+    rec.serialize(w);
+    const std::string payload = w.take();
+    const std::uint64_t n = payload.size();
+    Pending size = engine.send(kResultEnvelope, &n, sizeof n, world.ranks());
+    Pending body = engine.send(kResultEnvelope, payload.data(), n, world.ranks());
+    wait(size);
+    wait(body);
+  } catch (const Aborted&) {
+    world.set_status(r, ShmStatus::stopped);
+    code = kExitStopped;
+  } catch (const std::exception& e) {
+    world.fail(r, e.what());
+    code = kExitFailed;
+  } catch (...) {
+    world.fail(r, "threw an exception that is not a std::exception");
+    code = kExitFailed;
+  }
+  flush_output();
+  ::_exit(code);  // no destructors or atexit handlers of the parent's state run in the child
+}
+
+struct Child {
+  pid_t pid = 0;
+  bool reaped = true;
+  bool killed_by_launcher = false;
+  std::uint64_t size = 0;
+  std::string body;
+  Pending size_recv, body_recv;
+  bool has_result = false;
+};
+
+// Whatever happens to the launcher, no child outlives launch().
+struct Reaper {
+  std::vector<Child>& children;
+  void kill_all() {
+    for (auto& c : children) {
+      if (c.reaped) continue;
+      c.killed_by_launcher = true;
+      ::kill(c.pid, SIGKILL);
+    }
+    for (auto& c : children) {
+      if (c.reaped) continue;
+      int st = 0;
+      while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      c.reaped = true;
+    }
+  }
+  ~Reaper() { kill_all(); }
+};
+
+class Launcher {
+ public:
+  Launcher(const ShmWorld& world, ShmEngine& engine, std::vector<Child>& children)
+      : world_(world), engine_(engine), children_(children) {}
+
+  // Collects results and exits until every child is reaped.
+  void supervise(StopSignals& signals) {
+    for (int r = 0; r < world_.ranks(); ++r) {
+      Child& c = children_[r];
+      if (!c.reaped) c.size_recv = engine_.recv(kResultEnvelope, &c.size, sizeof c.size, r);
+    }
+    std::optional<std::chrono::steady_clock::time_point> abort_seen;
+    Reaper reaper{children_};
+    while (!all_reaped()) {
+      const std::uint32_t seen = world_.bell(world_.ranks()).seq.load();
+      collect_results();
+      reap_exited();
+      if (const int sig = g_stop_signal) {
+        reaper.kill_all();
+        signals.restore();
+        ::raise(sig);
+        throw Error("interrupted by " + signal_text(sig) + "; every rank was stopped");
+      }
+      if (world_.aborted()) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!abort_seen) abort_seen = now;
+        if (now - *abort_seen > kGrace) reaper.kill_all();  // ranks still computing never looked
+      }
+      world_.bell(world_.ranks()).sleep(seen, kReapEvery);
+    }
+    collect_results();
+  }
+
+ private:
+  bool all_reaped() const {
+    for (const auto& c : children_)
+      if (!c.reaped) return false;
+    return true;
+  }
+
+  void collect_results() {
+    while (engine_.progress()) {
+    }
+    for (int r = 0; r < world_.ranks(); ++r) {
+      Child& c = children_[r];
+      try {
+        if (c.size_recv && c.size_recv->test()) {
+          c.size_recv.reset();
+          c.body.resize(c.size);
+          c.body_recv = engine_.recv(kResultEnvelope, c.body.data(), c.size, r);
+        }
+        if (c.body_recv && c.body_recv->test()) {
+          c.body_recv.reset();
+          c.has_result = true;
+        }
+      } catch (const Error& e) {
+        world_.fail(r, std::string("its result could not be collected: ") + e.what(), ShmStatus::dead);
+      }
+    }
+  }
+
+  void reap_exited() {
+    for (int r = 0; r < world_.ranks(); ++r) {
+      Child& c = children_[r];
+      if (c.reaped) continue;
+      int st = 0;
+      const pid_t got = ::waitpid(c.pid, &st, WNOHANG);
+      if (got != c.pid) continue;
+      c.reaped = true;
+      if (c.killed_by_launcher) continue;
+      if (WIFSIGNALED(st)) {
+        world_.fail(r, death_text(WTERMSIG(st)), ShmStatus::dead);
+      } else if (WIFEXITED(st)) {
+        const int code = WEXITSTATUS(st);
+        if (code == kExitOk) {
+          collect_results();  // its last chunks may still sit in the ring
+          if (!c.has_result) world_.fail(r, "exited (code 0) before its rank function returned", ShmStatus::dead);
+        } else if (code == kExitFailed) {
+          if (world_.control().failed_rank.load() < 0) world_.fail(r, "failed", ShmStatus::dead);
+        } else if (code != kExitStopped) {
+          world_.fail(r, "exited with code " + std::to_string(code) + " before its rank function returned",
+                      ShmStatus::dead);
+        }
+      }
+    }
+  }
+
+  const ShmWorld& world_;
+  ShmEngine& engine_;
+  std::vector<Child>& children_;
+};
+
+}  // namespace
+
+std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn& fn) {
+  static std::mutex one_at_a_time;  // the signal handlers and the children belong to one launch
+  std::lock_guard guard(one_at_a_time);
+  const int c = opt.ranks;
+  ShmSegment segment(ShmWorld::bytes_needed(c));
+  const ShmWorld world(segment.data(), c, true);
+  ShmEngine engine(world, c, opt.timeout);  // the launcher's endpoint: receives results
+  std::vector<Child> children(c);
+  StopSignals signals;
+  const auto epoch = Recorder::Clock::now();
+  const pid_t parent = ::getpid();
+  flush_output();  // children must not inherit unwritten output
+  for (int r = 0; r < c; ++r) {
+    const pid_t pid = ::fork();
+    if (pid == 0) run_rank(world, r, opt, fn, epoch, parent);
+    if (pid < 0) {
+      world.fail(r, std::string("could not be started: fork failed: ") + std::strerror(errno), ShmStatus::dead);
+      break;
+    }
+    children[r].pid = pid;
+    children[r].reaped = false;
+  }
+  Launcher(world, engine, children).supervise(signals);
+  if (world.control().failed_rank.load() >= 0) throw rank_failure(world.control().failed_rank.load(), world.failure());
+
+  std::vector<RankOutcome> out(c);
+  for (int r = 0; r < c; ++r) {
+    ByteReader reader(children[r].body);
+    out[r].rank = r;
+    reader.get(out[r].result);
+    out[r].stats = Recorder::deserialize(reader);
+  }
+  return out;
+}
+
+}  // namespace cpsim

@@ -1,0 +1,239 @@
+#include "sim/comm/shm_engine.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "sim/comm/wait_policy.hpp"
+
+namespace cpsim {
+
+struct ShmEngine::Op {
+  bool sending = false;
+  Envelope env;
+  int peer = 0;  // destination endpoint (send) or source rank (receive)
+  std::byte* buf = nullptr;
+  std::size_t bytes = 0;
+  std::size_t moved = 0;  // bytes streamed out (send)
+  bool started = false;   // first chunk written (send)
+  enum class State { active, done, failed, cancelled } state = State::active;
+  std::string error;
+};
+
+struct ShmEngine::Stash {
+  MessageHeader hdr;
+  std::vector<std::byte> data;
+  std::uint64_t got = 0;
+  bool complete = false;
+};
+
+// A Request::Impl over one engine op. Destroying it before completion cancels the op: the engine never touches
+// its buffer again.
+struct ShmPending final : Request::Impl {
+  ShmEngine& engine;
+  std::shared_ptr<ShmEngine::Op> op;
+  ShmPending(ShmEngine& e, std::shared_ptr<ShmEngine::Op> o) : engine(e), op(std::move(o)) {}
+  ~ShmPending() override { engine.cancel(*op); }
+  void wait() override { engine.wait(*op); }
+  bool test() override {
+    engine.progress();
+    return engine.finished(*op);
+  }
+};
+
+using State = ShmEngine::Op::State;
+
+ShmEngine::ShmEngine(const ShmWorld& world, int me, std::chrono::milliseconds timeout)
+    : world_(world), me_(me), timeout_(timeout), sends_(world.ranks() + 1), inbound_(world.ranks()) {}
+
+Pending ShmEngine::send(const Envelope& env, const void* buf, std::size_t bytes, int dst) {
+  auto op = std::make_shared<Op>();
+  op->sending = true;
+  op->env = env;
+  op->peer = dst;
+  op->buf = static_cast<std::byte*>(const_cast<void*>(buf));  // only ever read
+  op->bytes = bytes;
+  sends_[dst].push_back(op);
+  push(dst);  // what fits leaves now: a small send completes here
+  return std::make_unique<ShmPending>(*this, op);
+}
+
+Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int src) {
+  auto op = std::make_shared<Op>();
+  op->env = env;
+  op->peer = src;
+  op->buf = static_cast<std::byte*>(buf);
+  op->bytes = bytes;
+  progress();
+  // The oldest message of this stream that arrived before us, if any.
+  auto it = std::find_if(unexpected_.begin(), unexpected_.end(),
+                         [&](const auto& s) { return matches(env, src, s->hdr); });
+  if (it == unexpected_.end()) {
+    posted_.push_back(op);
+    return std::make_unique<ShmPending>(*this, op);
+  }
+  const std::shared_ptr<Stash> stash = *it;
+  unexpected_.erase(it);
+  const std::string err = match_error(me_, env, bytes, stash->hdr);
+  if (!err.empty()) {
+    op->state = State::failed;
+    op->error = err;
+  } else {
+    if (stash->got > 0) std::memcpy(buf, stash->data.data(), stash->got);
+    if (stash->complete) {
+      op->state = State::done;
+    } else {  // still streaming in from src: the rest goes straight into buf
+      Inbound& in = inbound_[src];
+      in.stash = nullptr;
+      in.op = op;
+    }
+  }
+  return std::make_unique<ShmPending>(*this, op);
+}
+
+bool ShmEngine::progress() {
+  bool moved = false;
+  for (int d = 0; d < static_cast<int>(sends_.size()); ++d)
+    if (!sends_[d].empty()) moved |= push(d);
+  for (int s = 0; s < world_.ranks(); ++s) moved |= drain(s);
+  return moved;
+}
+
+bool ShmEngine::push(int dst) {
+  auto& queue = sends_[dst];
+  const Ring ring = world_.ring(me_, dst);
+  bool moved = false;
+  while (!queue.empty()) {
+    Op& op = *queue.front();
+    const bool cancelled = op.state == State::cancelled;
+    if (cancelled && !op.started) {
+      queue.pop_front();
+      continue;
+    }
+    SlotHeader* slot = ring.free_slot();
+    if (!slot) break;
+    const std::size_t n = std::min(kSlotBytes, op.bytes - op.moved);
+    slot->first = op.started ? 0 : 1;
+    if (!op.started) slot->msg = MessageHeader{op.env, me_, op.bytes};
+    slot->len = n;
+    // A send cancelled half-way (its rank is failing) finishes with zeros: the stream stays well-formed.
+    if (n > 0 && cancelled) std::memset(Ring::payload(slot), 0, n);
+    if (n > 0 && !cancelled) std::memcpy(Ring::payload(slot), op.buf + op.moved, n);
+    ring.publish();
+    op.started = true;
+    op.moved += n;
+    moved = true;
+    if (op.moved == op.bytes) {
+      if (!cancelled) op.state = State::done;
+      queue.pop_front();
+    }
+  }
+  if (moved) world_.bell(dst).ring();
+  return moved;
+}
+
+void ShmEngine::bind(int src, const MessageHeader& h) {
+  Inbound& in = inbound_[src];
+  in = Inbound{};
+  in.active = true;
+  in.total = h.bytes;
+  for (auto it = posted_.begin(); it != posted_.end();) {
+    const std::shared_ptr<Op> op = *it;
+    if (op->state == State::cancelled) {
+      it = posted_.erase(it);
+      continue;
+    }
+    if (!matches(op->env, op->peer, h)) {
+      ++it;
+      continue;
+    }
+    posted_.erase(it);
+    const std::string err = match_error(me_, op->env, op->bytes, h);
+    if (err.empty()) {
+      in.op = op;
+    } else {  // the receive fails; the message is read and dropped
+      op->state = State::failed;
+      op->error = err;
+    }
+    return;
+  }
+  auto stash = std::make_shared<Stash>();
+  stash->hdr = h;
+  stash->data.resize(h.bytes);
+  unexpected_.push_back(stash);
+  in.stash = stash;
+}
+
+bool ShmEngine::drain(int src) {
+  const Ring ring = world_.ring(src, me_);
+  Inbound& in = inbound_[src];
+  bool moved = false;
+  while (SlotHeader* slot = ring.filled_slot()) {
+    if (!in.active) bind(src, slot->msg);
+    const std::size_t n = slot->len;
+    std::byte* to = nullptr;
+    if (in.op && in.op->state == State::active) to = in.op->buf + in.got;
+    if (in.stash) to = in.stash->data.data() + in.got;
+    if (to && n > 0) std::memcpy(to, Ring::payload(slot), n);
+    ring.release();
+    moved = true;
+    in.got += n;
+    if (in.stash) in.stash->got = in.got;
+    if (in.got == in.total) {
+      if (in.op && in.op->state == State::active) in.op->state = State::done;
+      if (in.stash) in.stash->complete = true;
+      in = Inbound{};
+    }
+  }
+  if (moved) world_.bell(src).ring();  // its producer may be waiting for a free slot
+  return moved;
+}
+
+bool ShmEngine::finished(Op& op) {
+  if (op.state == State::failed) throw Error(op.error);
+  return op.state == State::done;
+}
+
+void ShmEngine::cancel(Op& op) {
+  if (op.state == State::active) op.state = State::cancelled;
+}
+
+void ShmEngine::wait(Op& op) {
+  auto fail = [&](auto&& error) {
+    broken_ = true;
+    throw error;
+  };
+  const std::string me = "rank " + std::to_string(me_);
+  if (broken_ && op.state == State::active) throw Aborted(me + ": an earlier operation of this rank failed");
+  const bool peer_is_rank = op.peer < world_.ranks();
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  Doorbell& bell = world_.bell(me_);
+  WaitPolicy policy;
+  for (;;) {
+    const std::uint32_t seen = bell.seq.load();
+    // Read before progressing: a peer that finished had put all its messages in the rings before.
+    const ShmStatus peer = peer_is_rank ? world_.status_of(op.peer) : ShmStatus::running;
+    if (progress()) policy.reset();
+    try {
+      if (finished(op)) return;
+    } catch (const Error&) {
+      broken_ = true;
+      throw;
+    }
+    if (world_.aborted()) {
+      const int who = world_.control().failed_rank.load();
+      fail(Aborted(me + " stopped: " + (who >= 0 ? "rank " + std::to_string(who) : std::string("another rank")) +
+                   " failed"));
+    }
+    if (peer != ShmStatus::running) {
+      const char* how = peer == ShmStatus::finished ? "had already finished" : "failed";
+      fail(Error(peer_gone_error(me_, op.env, op.sending, op.peer, how)));
+    }
+    if (policy.spin()) continue;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) fail(Error(timeout_error(me_, timeout_, op.env, op.sending, op.peer)));
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now);
+    bell.sleep(seen, std::min(left, std::chrono::microseconds(50000)));
+  }
+}
+
+}  // namespace cpsim

@@ -1,0 +1,66 @@
+// One endpoint's progress engine for the processes backend: it streams this endpoint's sends into the rings
+// to their destinations and drains the rings from every source, matching arriving messages to posted
+// receives. It runs only inside this process's calls (post, wait, test): single-threaded, no locks.
+//
+//   send:  queued per destination; the head message of each queue streams chunk by chunk into free slots.
+//   drain: a message's first chunk is matched to the oldest posted receive of the same stream; without one
+//          the message is kept in a private buffer (unexpected) until a receive takes it. Chunks are copied
+//          out of the slot into the receive buffer (or that private buffer) and the slot freed at once.
+//   wait:  progress; if nothing can move, spin briefly, then sleep on this endpoint's doorbell. A wait fails
+//          when the run is aborted, when its peer is gone, or after the timeout (likely deadlock).
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/comm/p2p_communicator.hpp"
+#include "sim/comm/shm_world.hpp"
+
+namespace cpsim {
+
+class ShmEngine {
+ public:
+  ShmEngine(const ShmWorld& world, int me, std::chrono::milliseconds timeout);
+  ShmEngine(const ShmEngine&) = delete;
+  ShmEngine& operator=(const ShmEngine&) = delete;
+
+  int me() const { return me_; }
+  Pending send(const Envelope& env, const void* buf, std::size_t bytes, int dst);
+  Pending recv(const Envelope& env, void* buf, std::size_t bytes, int src);
+  // Moves whatever can move now. True when something moved.
+  bool progress();
+
+  struct Op;
+
+ private:
+  struct Stash;  // a message that arrived before its receive
+  struct Inbound {  // the message currently streaming in from one source
+    bool active = false;
+    std::uint64_t total = 0, got = 0;
+    std::shared_ptr<Op> op;        // the receive it streams into, or
+    std::shared_ptr<Stash> stash;  // the private buffer it streams into (neither: discarded)
+  };
+  friend struct ShmPending;
+
+  bool push(int dst);
+  bool drain(int src);
+  void bind(int src, const MessageHeader& h);
+  void wait(Op& op);
+  void cancel(Op& op);
+  bool finished(Op& op);  // done? throws the op's error
+
+  const ShmWorld& world_;
+  int me_;
+  std::chrono::milliseconds timeout_;
+  std::vector<std::deque<std::shared_ptr<Op>>> sends_;  // per destination endpoint, in posting order
+  std::vector<Inbound> inbound_;                        // per source rank
+  std::list<std::shared_ptr<Stash>> unexpected_;        // in arrival order
+  std::list<std::shared_ptr<Op>> posted_;               // in posting order
+  bool broken_ = false;                                 // a wait failed: this endpoint's streams are unusable
+};
+
+}  // namespace cpsim

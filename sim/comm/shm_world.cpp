@@ -1,0 +1,113 @@
+#include "sim/comm/shm_world.hpp"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <ctime>
+#include <new>
+#include <string>
+
+namespace cpsim {
+
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free && std::atomic<std::uint64_t>::is_always_lock_free,
+              "shared-memory atomics must be lock-free to work across processes");
+static_assert(sizeof(SlotHeader) <= Ring::kHeaderStride);
+
+namespace {
+
+constexpr std::uint64_t kMagic = 0x63707369'6d73686dULL;  // "cpsimshm"
+
+std::size_t round_up(std::size_t n) { return (n + 63) / 64 * 64; }
+
+// A futex on a word of a MAP_SHARED mapping works across processes (no FUTEX_PRIVATE_FLAG).
+long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t val, const timespec* timeout) {
+  return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op, val, timeout, nullptr, 0);
+}
+
+}  // namespace
+
+void Doorbell::ring() {
+  seq.fetch_add(1);
+  if (sleepers.load() > 0) futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void Doorbell::sleep(std::uint32_t seen, std::chrono::microseconds max) {
+  // Dekker-style: we count ourselves a sleeper before checking seq (inside futex), the ringer bumps seq before
+  // checking for sleepers; with sequentially consistent atomics one of us sees the other.
+  sleepers.fetch_add(1);
+  if (seq.load() == seen) {
+    timespec ts{static_cast<time_t>(max.count() / 1000000), static_cast<long>(max.count() % 1000000) * 1000};
+    futex(&seq, FUTEX_WAIT, seen, &ts);
+  }
+  sleepers.fetch_sub(1);
+}
+
+SlotHeader* Ring::free_slot() const {
+  const std::uint64_t head = c_->head.load(std::memory_order_relaxed);
+  if (head - c_->tail.load(std::memory_order_acquire) >= kSlotsPerRing) return nullptr;
+  return slot(head);
+}
+
+SlotHeader* Ring::filled_slot() const {
+  const std::uint64_t tail = c_->tail.load(std::memory_order_relaxed);
+  if (tail == c_->head.load(std::memory_order_acquire)) return nullptr;
+  return slot(tail);
+}
+
+std::size_t ShmWorld::bytes_needed(int ranks) {
+  const std::size_t endpoints = static_cast<std::size_t>(ranks) + 1;
+  return round_up(sizeof(ShmControl)) + round_up(sizeof(std::atomic<std::int32_t>) * ranks) +
+         sizeof(Doorbell) * endpoints + Ring::bytes() * static_cast<std::size_t>(ranks) * endpoints;
+}
+
+ShmWorld::ShmWorld(void* base, int ranks, bool init) : ranks_(ranks) {
+  auto* p = static_cast<std::byte*>(base);
+  control_ = reinterpret_cast<ShmControl*>(p);
+  p += round_up(sizeof(ShmControl));
+  status_ = reinterpret_cast<std::atomic<std::int32_t>*>(p);
+  p += round_up(sizeof(std::atomic<std::int32_t>) * ranks);
+  bells_ = reinterpret_cast<Doorbell*>(p);
+  p += sizeof(Doorbell) * (ranks + 1);
+  rings_ = p;
+  if (!init) return;
+  new (control_) ShmControl();
+  control_->magic = kMagic;
+  control_->ranks = ranks;
+  for (int r = 0; r < ranks; ++r) new (&status_[r]) std::atomic<std::int32_t>(static_cast<int>(ShmStatus::running));
+  for (int e = 0; e <= ranks; ++e) new (&bells_[e]) Doorbell();
+  for (int s = 0; s < ranks; ++s)
+    for (int d = 0; d <= ranks; ++d) new (rings_ + (static_cast<std::size_t>(s) * (ranks + 1) + d) * Ring::bytes()) RingCounters();
+}
+
+Ring ShmWorld::ring(int src, int dst) const {
+  std::byte* at = rings_ + (static_cast<std::size_t>(src) * (ranks_ + 1) + dst) * Ring::bytes();
+  return Ring(reinterpret_cast<RingCounters*>(at), at + sizeof(RingCounters));
+}
+
+void ShmWorld::fail(int rank, std::string_view what, ShmStatus status) const {
+  std::int32_t none = -1;
+  if (control_->failed_rank.compare_exchange_strong(none, rank)) {
+    const std::size_t n = std::min(what.size(), sizeof(control_->failure) - 1);
+    std::memcpy(control_->failure, what.data(), n);
+    control_->failure[n] = '\0';
+    control_->failure_ready.store(1);
+  }
+  set_status(rank, status);
+  control_->aborted.store(1);
+  ring_all();
+}
+
+void ShmWorld::ring_all() const {
+  for (int e = 0; e <= ranks_; ++e) bells_[e].ring();
+}
+
+std::string ShmWorld::failure() const {
+  if (control_->failure_ready.load() == 0) return "failed";
+  return std::string(control_->failure);
+}
+
+}  // namespace cpsim

@@ -1,0 +1,110 @@
+// The layout of the processes backend's shared-memory segment, and the two primitives in it.
+//
+//   [control] [status x C] [doorbell x (C+1)] [ring (src, dst) x C (C+1)]
+//
+// Endpoints 0..C-1 are the ranks, endpoint C is the launcher (it only receives: each rank's result).
+// - Doorbell: a 32-bit counter per endpoint. Whoever changes something an endpoint may wait for (a slot filled
+//   for it, a slot it filled freed, a rank finished or failed) bumps the counter; a waiting endpoint sleeps on
+//   it with futex(FUTEX_WAIT) and a timeout, so a dead peer can never leave it asleep for good.
+// - Ring (src -> dst): kSlotsPerRing slots of kSlotBytes, one producer (src) and one consumer (dst), lock-free
+//   (head/tail counters with acquire/release). A message is a header followed by its payload, streamed through
+//   the slots in chunks of at most kSlotBytes; the first chunk of a message carries its MessageHeader.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "sim/comm/envelope.hpp"
+
+namespace cpsim {
+
+constexpr std::size_t kSlotBytes = 64 * 1024;
+constexpr std::size_t kSlotsPerRing = 4;
+constexpr int kMaxProcessRanks = 64;
+
+// A rank's state as the other ranks and the launcher see it.
+enum class ShmStatus : std::int32_t { running, finished, failed, stopped, dead };
+
+struct alignas(64) Doorbell {
+  std::atomic<std::uint32_t> seq{0};
+  std::atomic<std::uint32_t> sleepers{0};
+  void ring();
+  // Sleeps until seq != seen, a ring, a signal, or `max` has passed.
+  void sleep(std::uint32_t seen, std::chrono::microseconds max);
+};
+
+struct SlotHeader {
+  MessageHeader msg;      // valid in a message's first chunk
+  std::uint64_t len = 0;  // payload bytes in this slot
+  std::uint32_t first = 0;
+};
+
+struct RingCounters {
+  alignas(64) std::atomic<std::uint64_t> head{0};  // slots published (producer)
+  alignas(64) std::atomic<std::uint64_t> tail{0};  // slots consumed (consumer)
+};
+
+class Ring {
+ public:
+  Ring(RingCounters* c, std::byte* slots) : c_(c), slots_(slots) {}
+  static constexpr std::size_t kHeaderStride = 64;
+  static constexpr std::size_t kStride = kHeaderStride + kSlotBytes;
+  static constexpr std::size_t bytes() { return sizeof(RingCounters) + kSlotsPerRing * kStride; }
+
+  // Producer: the next free slot, or null when the ring is full; publish() hands it to the consumer.
+  SlotHeader* free_slot() const;
+  void publish() const { c_->head.store(c_->head.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  // Consumer: the oldest filled slot, or null when empty; release() hands it back.
+  SlotHeader* filled_slot() const;
+  void release() const { c_->tail.store(c_->tail.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
+  static std::byte* payload(SlotHeader* s) { return reinterpret_cast<std::byte*>(s) + kHeaderStride; }
+
+ private:
+  SlotHeader* slot(std::uint64_t i) const {
+    return reinterpret_cast<SlotHeader*>(slots_ + (i % kSlotsPerRing) * kStride);
+  }
+  RingCounters* c_;
+  std::byte* slots_;
+};
+
+struct ShmControl {
+  std::uint64_t magic = 0;
+  std::int32_t ranks = 0;
+  std::atomic<std::int32_t> aborted{0};
+  std::atomic<std::int32_t> failed_rank{-1};   // the first rank that failed, -1 while none has
+  std::atomic<std::int32_t> failure_ready{0};  // failure text written
+  char failure[4096] = {};
+};
+
+// A view of a segment laid out as above. The launcher constructs it once (init = true) before forking.
+class ShmWorld {
+ public:
+  static std::size_t bytes_needed(int ranks);
+  ShmWorld(void* base, int ranks, bool init);
+
+  int ranks() const { return ranks_; }
+  ShmControl& control() const { return *control_; }
+  std::atomic<std::int32_t>& status(int rank) const { return status_[rank]; }
+  ShmStatus status_of(int rank) const { return static_cast<ShmStatus>(status_[rank].load()); }
+  void set_status(int rank, ShmStatus s) const { status_[rank].store(static_cast<std::int32_t>(s)); }
+  Doorbell& bell(int endpoint) const { return bells_[endpoint]; }
+  Ring ring(int src, int dst) const;  // src a rank, dst a rank or the launcher (ranks())
+
+  bool aborted() const { return control_->aborted.load() != 0; }
+  // Records the first failure (later ones are ignored), marks the rank, stops every wait.
+  void fail(int rank, std::string_view what, ShmStatus status = ShmStatus::failed) const;
+  void ring_all() const;
+  std::string failure() const;  // the first failure's text (after failure_ready)
+
+ private:
+  int ranks_;
+  ShmControl* control_;
+  std::atomic<std::int32_t>* status_;
+  Doorbell* bells_;
+  std::byte* rings_;
+};
+
+}  // namespace cpsim

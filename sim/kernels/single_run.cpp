@@ -1,0 +1,71 @@
+#include "sim/kernels/single_run.hpp"
+
+#include <chrono>
+
+#include "sim/core/random.hpp"
+#include "sim/kernels/host_io.hpp"
+#include "sim/kernels/plain.hpp"
+
+namespace cpsim {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+SingleRun run_single_device(Device& dev, const AttentionProblem& p, DType dtype, bool backward) {
+  const AttentionShape& sh = p.shape;
+  SingleRun r;
+  {
+    const Dims qd{sh.B, sh.Sq, sh.Nq, sh.D}, kd{sh.B, sh.Sk, sh.Nkv, sh.D}, ld{sh.B, sh.Sq, sh.Nq, 1};
+    const Buffer q = dev.alloc(qd, dtype, Layout::bsnd, "q"), k = dev.alloc(kd, dtype, Layout::bsnd, "k"),
+                 v = dev.alloc(kd, dtype, Layout::bsnd, "v"), out = dev.alloc(qd, dtype, Layout::bsnd, "out"),
+                 lse = dev.alloc(ld, dtype, Layout::bns, "lse");
+    upload_values(dev, q, p.q);
+    upload_values(dev, k, p.k);
+    upload_values(dev, v, p.v);
+    const AttentionOptions opt{.causal = p.causal, .scale = p.scale, .kind = {}};
+
+    auto t0 = std::chrono::steady_clock::now();
+    r.fwd_work = dev.attention_forward(q, p.q_pos, k, v, p.k_pos, out, lse, opt);
+    dev.synchronize();
+    r.fwd_seconds = seconds_since(t0);
+    r.fwd.out = download_values(dev, out);
+    r.fwd.lse = download_values(dev, lse);
+
+    if (backward) {
+      const Buffer dout = dev.alloc(qd, dtype, Layout::bsnd, "dout"), dq = dev.alloc(qd, dtype, Layout::bsnd, "dq"),
+                   dk = dev.alloc(kd, dtype, Layout::bsnd, "dk"), dv = dev.alloc(kd, dtype, Layout::bsnd, "dv");
+      upload_values(dev, dout, p.dout);
+      t0 = std::chrono::steady_clock::now();
+      r.bwd_work = dev.attention_backward(q, p.q_pos, k, v, p.k_pos, out, lse, dout, dq, dk, dv, opt);
+      dev.synchronize();
+      r.bwd_seconds = seconds_since(t0);
+      r.bwd.dq = download_values(dev, dq);
+      r.bwd.dk = download_values(dev, dk);
+      r.bwd.dv = download_values(dev, dv);
+    }
+    r.peak_bytes = dev.recorder().peak_bytes();
+  }
+  return r;
+}
+
+AttentionProblem random_problem(const AttentionShape& sh, bool causal, DType dtype, std::uint64_t seed) {
+  AttentionProblem p;
+  p.shape = sh;
+  p.causal = causal;
+  const auto nq = static_cast<std::size_t>(sh.B * sh.Sq * sh.Nq * sh.D);
+  const auto nk = static_cast<std::size_t>(sh.B * sh.Sk * sh.Nkv * sh.D);
+  p.q = normals(seed, 0, nq);
+  p.k = normals(seed, 1, nk);
+  p.v = normals(seed, 2, nk);
+  p.dout = normals(seed, 3, nq);
+  if (dtype == DType::f32)
+    for (auto* x : {&p.q, &p.k, &p.v, &p.dout}) *x = round_to_f32(std::move(*x));
+  p.q_pos = iota_positions(0, sh.Sq);
+  p.k_pos = iota_positions(0, sh.Sk);
+  return p;
+}
+
+}  // namespace cpsim

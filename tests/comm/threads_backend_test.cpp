@@ -1,0 +1,115 @@
+// The threads backend against the definitions of every call (backend_cases.hpp), for C in {1, 2, 3, 4, 8}.
+// These cases also run under ThreadSanitizer (ctest comm.tsan, CMakeLists.tsan.cmake).
+#include "backend_cases.hpp"
+
+using namespace cpsim;
+using namespace cpsim::test;
+
+namespace {
+constexpr Backend kB = Backend::threads;
+const int kRanks[] = {1, 2, 3, 4, 8};
+}  // namespace
+
+TEST_CASE("threads: blocking send and recv deliver every size between paired ranks") {
+  for (int c : kRanks) {
+    CAPTURE(c);
+    check_send_recv(kB, c);
+  }
+}
+
+TEST_CASE("threads: isend and irecv complete in any wait order, and test() polls them to completion") {
+  for (int c : kRanks) {
+    CAPTURE(c);
+    check_isend_irecv(kB, c);
+  }
+}
+
+TEST_CASE("threads: sendrecv rings run forwards and backwards without deadlock") {
+  for (int c : kRanks) {
+    CAPTURE(c);
+    check_sendrecv_rings(kB, c);
+  }
+}
+
+TEST_CASE("threads: all_gather returns every rank's bytes in rank order, in place too") {
+  for (int c : kRanks) {
+    CAPTURE(c);
+    check_all_gather(kB, c, edge_sizes());
+  }
+}
+
+TEST_CASE("threads: reduce_scatter leaves each rank the sum of its chunk over all ranks") {
+  for (int c : kRanks) {
+    CAPTURE(c);
+    check_reduce_scatter(kB, c);
+  }
+}
+
+TEST_CASE("threads: all_to_all delivers chunk p of every rank to rank p") {
+  for (int c : kRanks) {
+    CAPTURE(c);
+    check_all_to_all(kB, c, edge_sizes());
+  }
+}
+
+TEST_CASE("threads: all_reduce computes sum, max and min for counts C does not divide") {
+  for (int c : kRanks) {
+    CAPTURE(c);
+    check_all_reduce(kB, c);
+  }
+}
+
+TEST_CASE("threads: no rank leaves a barrier before the last one arrives") {
+  for (int c : kRanks) {
+    CAPTURE(c);
+    check_barrier(kB, c);
+  }
+}
+
+TEST_CASE("threads: split builds the 2-D mesh of C=8, A=2 and keeps its messages apart from the world's") {
+  check_split_mesh(kB);
+}
+
+TEST_CASE("threads: split orders groups by key and leaves negative colors out") {
+  for (int c : kRanks) {
+    CAPTURE(c);
+    check_split_orders(kB, c);
+  }
+}
+
+TEST_CASE("threads: random messages in random orders arrive intact (seeded)") {
+  check_stress(kB, 4, 20240601, 40);
+  check_stress(kB, 3, 7, 30);
+}
+
+TEST_CASE("threads: every call is counted by the conventions, with peers and groups in world ranks") {
+  check_counting(kB);
+}
+
+TEST_CASE("threads: a rank that throws fails the run within seconds, naming the rank and its error") {
+  check_a_rank_that_throws(kB);
+}
+
+TEST_CASE("threads: a deadlock is reported by the timeout, naming the rank, the call and the peer") {
+  check_a_deadlock_is_reported(kB);
+}
+
+TEST_CASE("threads: a receive of a different size than the send is an error naming both sizes") {
+  check_mismatched_sizes(kB, 100);                      // eager
+  check_mismatched_sizes(kB, 4 * kThreadsEagerBytes);  // rendezvous
+}
+
+TEST_CASE("threads: ranks calling different collectives are told so") { check_mismatched_collectives(kB); }
+
+TEST_CASE("threads: a collective that one rank never calls fails once that rank has finished") {
+  check_a_collective_called_by_some_ranks_only(kB);
+}
+
+TEST_SUITE("slow") {
+  TEST_CASE("threads: 64 MiB messages cross sendrecv rings, all_gather and all_to_all intact") {
+    const std::size_t big = std::size_t{64} << 20;
+    check_sendrecv_rings(kB, 4, {big});
+    check_all_gather(kB, 4, {big / 4});
+    check_all_to_all(kB, 4, {big / 4});
+  }
+}
