@@ -98,3 +98,10 @@ TEST_CASE("full (non-causal) attention matches the reference for every strategy"
     expect_correct(c);
   }
 }
+
+TEST_CASE("the hybrid replicates KV heads when its A2A group is larger than Nkv") {
+  RunConfig c = config(StrategyKind::hybrid, Sharding::zigzag, 8);
+  c.problem.a2a = 4;  // Nkv = 2 < A = 4: each KV head goes to 2 members of the group
+  c.problem.kv_replicate = true;
+  expect_correct(c);
+}
