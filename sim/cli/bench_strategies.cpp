@@ -16,6 +16,7 @@
 #include "sim/core/random.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/runtime/report.hpp"
+#include "sim/runtime/trace.hpp"
 
 namespace cpsim::cli {
 namespace {
@@ -67,6 +68,50 @@ Timing slowest_rank(const RunResult& r) {
   return t;
 }
 
+// --trace: the cost of recording. The run is timed untraced and traced, alternating, best of kTraceReps each; the
+// trace is then written to memory (its size and the time to format it, which is not part of the run).
+constexpr int kTraceReps = 3;
+struct TraceCost {
+  double off_ms = 1e300, on_ms = 1e300, write_ms = 0;
+  std::size_t events = 0, busiest = 0, bytes = 0;  // events in all, on the rank with the most, trace bytes
+};
+
+TraceCost measure_trace(RunConfig c) {
+  TraceCost m;
+  for (int i = 0; i < kTraceReps; ++i)
+    for (bool on : {false, true}) {
+      c.tracing = on;
+      const RunResult r = run(c);
+      const Timing t = slowest_rank(r);
+      double& best = on ? m.on_ms : m.off_ms;
+      best = std::min(best, t.fwd_ms + t.bwd_ms);
+      if (!on || i > 0) continue;
+      for (const auto& rk : r.ranks) {
+        m.events += rk.stats.events().size();
+        m.busiest = std::max(m.busiest, rk.stats.events().size());
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      m.bytes = trace_json(r).size();
+      m.write_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+  return m;
+}
+
+// What one recorder call costs, as a device makes it (the spans are built whether tracing is on or not): recorders
+// of 256 events, as many as a rank of a large run records, one after another, so memory is reused as in a run.
+double recorder_call_ns(bool tracing) {
+  constexpr int events = 256, recorders = 400;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int n = 0; n < recorders; ++n) {
+    Recorder rec(0, tracing);
+    rec.begin_phase("forward");
+    rec.step(0);
+    for (int i = 0; i < events; ++i)
+      rec.work(WorkCounts{1, 0, 1, 0, 64, 4096}, BlockKind::full, {{0, 8}, {56, 64}}, {{0, 8}}, 0, 1, "attention_forward");
+  }
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / (events * recorders);
+}
+
 std::vector<std::int64_t> parse_list(const std::string& flag, const std::string& text) {
   std::vector<std::int64_t> out;
   std::stringstream ss(text);
@@ -85,7 +130,8 @@ int bench_strategies(const std::vector<std::string>& args) {
   add_problem_options(desc, o);
   desc.add_options()("seqs", po::value(&seqs)->default_value(seqs), "sequence lengths to sweep (K = 1024)")(
       "strategies", po::value(&strategies)->default_value(strategies), "comma-separated strategies")(
-      "json", "print one JSON object");
+      "json", "print one JSON object")(
+      "trace", "also measure what recording a trace costs: each run untraced and traced, best of 3 each");
   po::variables_map vm;
   if (!parse("bench strategies", desc, args, vm)) return 0;
   const auto seq_list = parse_list("seqs", seqs);
@@ -104,11 +150,20 @@ int bench_strategies(const std::vector<std::string>& args) {
       configs.push_back(to_run_config(x, vm));
       configs.back().backward = true;
     }
-  const bool json = vm.count("json") > 0;
+  const bool json = vm.count("json") > 0, trace = vm.count("trace") > 0;
   JsonWriter j;
   j.begin_object().key("config").begin_object().key("ranks").value(o.ranks).key("batch").value(o.batch);
   j.key("heads").value(o.heads).key("kv_heads").value(configs[0].problem.kv_heads).key("head_dim").value(o.head_dim);
   j.key("dtype").value(o.dtype).key("sharding").value(o.sharding).key("backend").value(o.backend).end_object();
+  double off_ns = 0, on_ns = 0;
+  if (trace) {
+    off_ns = recorder_call_ns(false);
+    on_ns = recorder_call_ns(true);
+    j.key("recorder_call_ns").begin_object().key("tracing_off").value(off_ns).key("tracing_on").value(on_ns).end_object();
+    if (!json)
+      std::printf("One recorder call (an attention block as the device records it): %.0f ns with tracing off, %.0f ns "
+                  "with tracing on\n\n", off_ns, on_ns);
+  }
   j.key("results").begin_array();
   if (!json)
     std::cout << "Strategies on " << o.ranks << " " << o.backend << " ranks, " << o.sharding << ", B=" << o.batch
@@ -144,7 +199,26 @@ int bench_strategies(const std::vector<std::string>& args) {
                     static_cast<long long>(pairs), format_bytes(static_cast<double>(sent)).c_str());
       j.begin_object().key("seq").value(S).key("strategy").value(strategy_name(c.strategy));
       j.key("fwd_ms").value(t.fwd_ms).key("fwd_bwd_ms").value(t.fwd_ms + t.bwd_ms).key("ratio_to_single").value(ratio);
-      j.key("max_pairs_per_rank").value(pairs).key("max_bytes_sent_per_rank").value(sent).end_object();
+      j.key("max_pairs_per_rank").value(pairs).key("max_bytes_sent_per_rank").value(sent);
+      if (trace) {
+        std::cerr << "[bench strategies] S=" << S << ": " << strategy_name(c.strategy) << ", untraced and traced x"
+                  << kTraceReps << "...\n";
+        const TraceCost m = measure_trace(c);
+        // Measured: best traced against best untraced. Estimated: what the busiest rank spent recording events.
+        const double overhead = 100 * (m.on_ms - m.off_ms) / m.off_ms;
+        const double estimate = 100 * static_cast<double>(m.busiest) * (on_ns - off_ns) * 1e-6 / m.off_ms;
+        if (!json)
+          std::printf("%7s  %-12s untraced %.1f ms, traced %.1f ms (best of %d): %+.1f%%; recording %zu events on the "
+                      "busiest rank: %+.2f%%; trace %s, formatted in %.1f ms\n", "", "  trace", m.off_ms, m.on_ms,
+                      kTraceReps, overhead, m.busiest, estimate, format_bytes(static_cast<double>(m.bytes)).c_str(),
+                      m.write_ms);
+        j.key("trace").begin_object().key("untraced_ms").value(m.off_ms).key("traced_ms").value(m.on_ms);
+        j.key("overhead_percent").value(overhead).key("recording_percent").value(estimate);
+        j.key("events").value(static_cast<std::int64_t>(m.events));
+        j.key("events_busiest_rank").value(static_cast<std::int64_t>(m.busiest));
+        j.key("bytes").value(static_cast<std::int64_t>(m.bytes)).key("format_ms").value(m.write_ms).end_object();
+      }
+      j.end_object();
     }
   }
   j.end_array().end_object();

@@ -1,12 +1,15 @@
 // cpsim run: one context-parallel attention run on simulated ranks, with the per-rank table and the check.
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "sim/cli/cli.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/runtime/npy.hpp"
 #include "sim/runtime/report.hpp"
+#include "sim/runtime/trace.hpp"
 
 namespace cpsim::cli {
 namespace {
@@ -29,14 +32,37 @@ void dump(const std::string& dir, const RunResult& r) {
   }
 }
 
+// An output file must land in an existing folder; say so before the run rather than after it.
+void check_output(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  const std::filesystem::path p(path);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(dir) || std::filesystem::is_directory(p))
+    throw UsageError("--" + flag + " " + path + " is not a file in an existing folder; name a file such as run." +
+                     (flag == "html" ? "html" : "json"));
+}
+
+std::string read_text(const std::string& flag, const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UsageError("--" + flag + " " + path + " cannot be read; name the output of cpsim bench strategies --json");
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description desc("cpsim run: context-parallel attention on simulated ranks, checked against one process");
   ProblemOptions opts;
-  std::string dump_dir;
+  std::string dump_dir, trace_path, html_path, bench_path;
   add_problem_options(desc, opts);
   desc.add_options()("check", "compare with the single-process f64 reference; exit 1 when it fails")(
       "json", "print one JSON object instead of the tables")(
-      "dump", po::value(&dump_dir), "write inputs and outputs as NumPy .npy files into this folder");
+      "dump", po::value(&dump_dir), "write inputs and outputs as NumPy .npy files into this folder")(
+      "trace", po::value(&trace_path), "write every rank's compute, communication and idle time to this file "
+      "(Chrome trace JSON: opens in visualizer/index.html, Perfetto, chrome://tracing)")(
+      "html", po::value(&html_path), "write the visualizer with this run inlined: one HTML file that opens with a "
+      "double-click")("bench-json", po::value(&bench_path), "with --html: also inline this output of "
+      "`cpsim bench strategies --json` (the benchmark charts)");
   po::variables_map vm;
   if (!parse("run", desc, args, vm)) return 0;
   RunConfig cfg = to_run_config(opts, vm);
@@ -44,8 +70,17 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!dump_dir.empty() && std::filesystem::exists(dump_dir) && !std::filesystem::is_directory(dump_dir))
     throw UsageError("--dump " + dump_dir + " exists and is not a folder; name a new or existing folder");
 
+  check_output("trace", trace_path);
+  check_output("html", html_path);
+  if (!bench_path.empty() && html_path.empty()) throw UsageError("--bench-json goes into the page; add --html FILE");
+  const std::string bench = bench_path.empty() ? "" : read_text("bench-json", bench_path);
+  if (!html_path.empty()) visualizer_dir();  // the page's files must be there before the run starts
+  cfg.tracing = !trace_path.empty() || !html_path.empty();
+
   const RunResult r = run(cfg);
   if (!dump_dir.empty()) dump(dump_dir, r);
+  if (!trace_path.empty()) write_trace(trace_path, r);
+  if (!html_path.empty()) write_html(html_path, r, bench);
   if (vm.count("json")) {
     JsonWriter j;
     write_json(j, r);
@@ -54,6 +89,8 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cout << format_report(r);
     if (!dump_dir.empty()) std::cout << "\nWrote q, k, v, out, lse" << (cfg.backward ? ", dout, dq, dk, dv" : "")
                                      << " as .npy into " << dump_dir << "\n";
+    if (!trace_path.empty()) std::cout << "\nWrote the trace to " << trace_path << " (open it in visualizer/index.html)\n";
+    if (!html_path.empty()) std::cout << "\nWrote the visualizer page to " << html_path << " (open it in a browser)\n";
   }
   return r.check.ran && !r.check.passed ? 1 : 0;
 }

@@ -39,7 +39,7 @@ TileMask classify(const Positions& qp, std::int64_t i0, std::int64_t i1, const P
                   std::int64_t j1, bool causal) {
   if (!causal) return TileMask::visible;
   if (kp[j0] > qp[i1 - 1]) return TileMask::masked;  // the first key is after the last query
-  if (kp[j1 - 1] <= qp[i1 - 1]) return TileMask::visible;  // the last key is at or before the first query
+  if (kp[j1 - 1] <= qp[i0]) return TileMask::visible;  // the last key is at or before the first query
   return TileMask::partial;
 }
 

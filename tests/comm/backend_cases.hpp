@@ -14,6 +14,9 @@ namespace cpsim::test {
 // Sizes around the mechanisms' edges: empty, one byte, the threads backend's eager limit, the processes
 // backend's slot (not a multiple of it, larger than it, larger than a whole ring of slots).
 inline std::vector<std::size_t> edge_sizes() {
+#ifdef CPSIM_TSAN  // ThreadSanitizer checks the threads backend's paths (eager, rendezvous): small sizes reach both
+  return {0, 1, 1000, kThreadsEagerBytes, kThreadsEagerBytes + 1, kSlotBytes + 1};
+#endif
   return {0,
           1,
           1000,

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -35,7 +36,7 @@ inline Bytes payload(int rank, std::size_t n, std::uint64_t salt) {
   const std::uint64_t key = mix64(salt * 1000003 + static_cast<std::uint64_t>(rank));
   for (std::size_t w = 0; w * 8 < n; ++w) {
     const std::uint64_t word = mix64(key ^ w);
-    for (std::size_t k = 0; k < 8 && w * 8 + k < n; ++k) b[w * 8 + k] = static_cast<std::byte>(word >> (8 * k));
+    std::memcpy(b.data() + w * 8, &word, std::min<std::size_t>(8, n - w * 8));  // little-endian bytes of the word
   }
   return b;
 }

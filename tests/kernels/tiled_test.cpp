@@ -266,3 +266,12 @@ TEST_CASE("positions that are not ascending are refused") {
   CpuDevice dev(rec);
   CHECK_THROWS_WITH_AS(run_single_device(dev, p, DType::f64), doctest::Contains("ascending"), Error);
 }
+
+TEST_CASE("at S = 1024 with the default tile the kernel passes the rule in f32 and f64, causal and GQA" *
+          doctest::test_suite("slow")) {
+  const AttentionShape sh{.B = 1, .Sq = 1024, .Sk = 1024, .Nq = 4, .Nkv = 2, .D = 128};
+  for (DType t : {DType::f32, DType::f64}) {
+    CAPTURE(dtype_name(t));
+    require_passed(tiled_check(random_problem(sh, true, t, 70), t, CpuDevice::kDefaultTile));
+  }
+}

@@ -1,0 +1,180 @@
+// Lesson 2: Ulysses, the all-to-all that transposes which dimension is distributed.
+//
+// Every element of a tagged tensor records its own (position, head); after the library's all-to-all
+// (HeadsExchange::seq_to_heads) each rank reports which (position, head) pairs it holds. The lesson draws
+// both maps, prints the shapes before and after, runs the ulysses strategy with its four recorded all-to-alls,
+// and shows the error a bad degree gets.
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "lessons/common/lesson.hpp"
+#include "sim/core/bytes.hpp"
+#include "sim/core/error.hpp"
+#include "sim/kernels/cpu_device.hpp"
+#include "sim/strategies/heads_exchange.hpp"
+
+using namespace cpsim;
+
+namespace {
+
+constexpr std::int64_t kTag = 1000;  // element value = position * kTag + head
+
+struct Exchanged {
+  Dims before, after;
+  std::vector<std::int64_t> held;  // (position * kTag + head) of every row and head the rank holds afterwards
+};
+
+// On every rank: tag its [1, s, N, 1] shard, all-to-all it to head sharding, read back what arrived.
+std::vector<Exchanged> exchange_tags(const Problem& p, Backend backend) {
+  const SeqLayout L(p.ranks, p.seq, p.sharding);
+  LaunchOptions lo;
+  lo.ranks = p.ranks;
+  lo.backend = backend;
+  const auto outcomes = launch(lo, [&](Communicator& comm) {
+    CpuDevice dev(comm.recorder());
+    const Positions pos = L.positions(comm.rank());
+    std::vector<double> tags;
+    for (std::int64_t x : pos)
+      for (std::int64_t h = 0; h < p.heads; ++h) tags.push_back(static_cast<double>(x * kTag + h));
+    const Buffer mine = dev.alloc({1, L.local_len(), p.heads, 1}, DType::f64, Layout::bsnd, "tags");
+    dev.upload(mine, tags.data());
+    std::vector<int> members;
+    for (int r = 0; r < p.ranks; ++r) members.push_back(r);
+    const HeadsExchange a2a(comm, dev, L, members);
+    const Buffer heads = a2a.seq_to_heads(mine, "tags_heads");  // [1, S, N/C, 1]
+    std::vector<double> got(static_cast<std::size_t>(heads.numel()));
+    dev.download(heads, got.data());
+    ByteWriter w;
+    w.put(mine.dims().s);
+    w.put(mine.dims().n);
+    w.put(heads.dims().s);
+    w.put(heads.dims().n);
+    std::vector<std::int64_t> held(got.begin(), got.end());
+    w.put(held);
+    return w.take();
+  });
+  std::vector<Exchanged> out;
+  for (const auto& oc : outcomes) {
+    ByteReader rd(oc.result);
+    Exchanged e;
+    e.before = {1, rd.get<std::int64_t>(), rd.get<std::int64_t>(), p.head_dim};
+    e.after = {1, rd.get<std::int64_t>(), rd.get<std::int64_t>(), p.head_dim};
+    rd.get(e.held);
+    out.push_back(e);
+  }
+  return out;
+}
+
+// Rows: chunks of t positions; columns: heads; cell: the rank holding that (chunk, head).
+void draw_holders(const SeqLayout& L, std::int64_t heads, const std::map<std::pair<std::int64_t, std::int64_t>, int>& who) {
+  const std::int64_t t = L.chunk_len();
+  std::string header = "         ";
+  for (std::int64_t h = 0; h < heads; ++h) header += lesson::pad("h" + std::to_string(h), 4);
+  while (header.back() == ' ') header.pop_back();
+  std::cout << header << "\n";
+  for (std::int64_t c = 0; c < 2 * L.ranks(); ++c) {
+    std::string line = "  " + lesson::pad("c" + std::to_string(c), 7);
+    for (std::int64_t h = 0; h < heads; ++h) {
+      std::set<int> ranks;
+      for (std::int64_t x = c * t; x < (c + 1) * t; ++x) ranks.insert(who.at({x, h}));
+      lesson::expect(ranks.size() == 1, "a whole chunk of one head sits on one rank");
+      line += lesson::pad(std::to_string(*ranks.begin()), 4);
+    }
+    while (line.back() == ' ') line.pop_back();
+    std::cout << line << "\n";
+  }
+  std::cout << "\n";
+}
+
+void show_refusal(Problem p, int C) {
+  p.ranks = C;
+  p.seq = 2 * C;  // the smallest sequence the layout accepts, so that only the heads can object
+  try {
+    validate(p, StrategyKind::ulysses);
+    lesson::expect(false, "ulysses refuses C=" + std::to_string(C));
+  } catch (const UsageError& e) {
+    std::cout << "  C=" << C << ": UsageError\n" << lesson::wrap(e.what(), 78, "    ");
+  }
+}
+
+int run_lesson(int argc, char** argv) {
+  lesson::Options o;
+  Problem& p = o.config.problem;
+  p.ranks = 4;
+  p.seq = 16;
+  p.heads = p.kv_heads = 8;
+  p.head_dim = 4;
+  if (!lesson::parse_options(argc, argv, "Lesson 2: Ulysses", lesson::kShape | lesson::kSharding | lesson::kStep, o))
+    return 0;
+  o.config.strategy = StrategyKind::ulysses;
+  validate(p, StrategyKind::ulysses);
+  require(p.seq % (2 * p.ranks) == 0, "this lesson draws chunks, so S must be divisible by 2C",
+          "use --seq " + std::to_string(4 * p.ranks));
+  const SeqLayout L(p.ranks, p.seq, p.sharding);
+  const int C = p.ranks;
+
+  lesson::title("Lesson 2: Ulysses, an all-to-all from sequence sharding to head sharding");
+  lesson::say("Attention heads never look at each other. Ulysses uses that: one all-to-all turns 'a slice of "
+              "the sequence, every head' into 'the whole sequence, a slice of the heads'; each rank then runs "
+              "ordinary causal attention for its heads, and a second all-to-all turns the output back.");
+
+  lesson::banner(1, "who holds what before the all-to-all");
+  const auto ex = exchange_tags(p, o.config.backend);
+  std::map<std::pair<std::int64_t, std::int64_t>, int> before, after;
+  for (int r = 0; r < C; ++r) {
+    for (std::int64_t x : L.positions(r))
+      for (std::int64_t h = 0; h < p.heads; ++h) before[{x, h}] = r;
+    for (std::int64_t tag : ex[static_cast<std::size_t>(r)].held) after[{tag / kTag, tag % kTag}] = r;
+  }
+  lesson::expect(static_cast<std::int64_t>(after.size()) == p.seq * p.heads,
+                 "after the all-to-all every (position, head) is held exactly once");
+  std::cout << "Rows: chunks of " << L.chunk_len() << " positions (" << sharding_name(p.sharding)
+            << "); columns: heads; cell: the rank holding it.\n\n";
+  draw_holders(L, p.heads, before);
+  lesson::banner(2, "who holds what after the all-to-all");
+  draw_holders(L, p.heads, after);
+  lesson::say("The same numbers, moved: each rank now holds every position for " + std::to_string(p.heads / C) +
+              " of the " + std::to_string(p.heads) + " heads. The all-to-all transposed the distributed "
+              "dimension from the sequence to the heads.");
+  std::cout << "Shapes on each rank, [B, S, N, D] (measured from the buffers):\n";
+  for (int r = 0; r < C; ++r) {
+    const auto& e = ex[static_cast<std::size_t>(r)];
+    std::cout << "  rank " << r << ": q " << to_string(e.before, Layout::bsnd) << " -> "
+              << to_string(e.after, Layout::bsnd) << "\n";
+  }
+  std::cout << "  that is [B, S/C, N, D] -> [B, S, N/C, D]; the inverse all-to-all goes back.\n\n";
+
+  lesson::banner(3, "the ulysses strategy: four all-to-alls forward");
+  const RunResult r = lesson::run_and_step(o.config, o);
+  const std::int64_t s = L.local_len(), word = 8;
+  const std::int64_t q_bytes = p.batch * s * p.heads * p.head_dim * word, kv_bytes = p.batch * s * p.kv_heads * p.head_dim * word;
+  const std::int64_t want = (2 * q_bytes + 2 * kv_bytes) * (C - 1) / C;
+  std::cout << "  rank  calls            bytes sent  (C-1)/C x (q + k + v + out)\n";
+  for (const RankReport& rk : r.ranks) {
+    const auto& cc = rk.stats.comm_counts();
+    lesson::expect(cc.count("all_to_all") == 4 && cc.bytes_sent == want, "4 all-to-alls, each (C-1)/C of its tensor");
+    std::cout << "  " << lesson::pad(std::to_string(rk.rank), 6) << lesson::pad("all_to_all " + std::to_string(cc.count("all_to_all")), 17)
+              << lesson::pad(lesson::bytes(cc.bytes_sent), 12) << lesson::bytes(want) << "\n";
+  }
+  std::cout << "\n";
+  lesson::say("The steps were: A2A q, k, v (step 0), attention over all " + std::to_string(p.seq) +
+              " positions for " + std::to_string(p.heads / C) + " heads (step 1), A2A out (step 2). The "
+              "attention itself is an ordinary kernel call; run with --step to watch it.");
+
+  lesson::banner(4, "the limit: the degree must divide the heads");
+  lesson::say("Each rank must receive whole heads, so C must divide Nq (and Nkv: lesson 9). Here is what "
+              "cpsim says for two degrees the " + std::to_string(p.heads) + " heads cannot support:");
+  int bad = 2;
+  while (p.heads % bad == 0) ++bad;
+  show_refusal(p, bad);
+  show_refusal(p, static_cast<int>(2 * p.heads));
+  std::cout << "\nUlysses, " << C << " ranks, against the single-process reference:\n";
+  return lesson::verdicts(r) ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return lesson::guarded("lesson 02_ulysses", [&] { return run_lesson(argc, argv); });
+}

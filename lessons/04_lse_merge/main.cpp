@@ -1,0 +1,164 @@
+// Lesson 4: merging partial attention results by their log-sum-exp.
+//
+// One query and four keys, with scores chosen by hand (D = 1, q = 1, k_j = s_j, scale 1): the device computes
+// attention over keys {0, 1} and {2, 3} separately and merges them (Device::merge); the lesson recomputes every
+// number of the merge by hand beside it, shows the two scale factors summing to 1, the -inf case, and why the
+// merge is written as max + log1p(exp(min - max)). It ends with a ring run, which merges this way at every step.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "lessons/common/lesson.hpp"
+#include "sim/kernels/cpu_device.hpp"
+
+using namespace cpsim;
+
+namespace {
+
+std::string num(double v) {
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
+struct Partial {
+  double out, lse;
+};
+
+// Attention of the one query over the given keys, on the device: out and lse of a [1, 1, 1, 1] block.
+class OneQuery {
+ public:
+  OneQuery(const std::vector<double>& scores, const std::vector<double>& values)
+      : dev_(rec_), scores_(scores), values_(values) {}
+
+  // Keys [first, first + n); the query sits at position q_pos (causal: keys at positions <= q_pos are seen).
+  Partial attend(std::int64_t first, std::int64_t n, std::int64_t q_pos = 100) {
+    const Buffer q = buf({1, 1, 1, 1}, {1.0}), k = buf({1, n, 1, 1}, slice(scores_, first, n)),
+                 v = buf({1, n, 1, 1}, slice(values_, first, n));
+    const Buffer out = dev_.alloc({1, 1, 1, 1}, DType::f64, Layout::bsnd, "out");
+    const Buffer lse = dev_.alloc({1, 1, 1, 1}, DType::f64, Layout::bns, "lse");
+    dev_.attention_forward(View(q), {q_pos}, View(k), View(v), iota_positions(first, n), View(out), View(lse),
+                           AttentionOptions{true, 1.0, std::nullopt});
+    return {get(out), get(lse)};
+  }
+
+  // Device::merge of two partials held in fresh buffers.
+  Partial merge(Partial a, Partial b) {
+    const Buffer oa = buf({1, 1, 1, 1}, {a.out}), ob = buf({1, 1, 1, 1}, {b.out});
+    const Buffer la = lse_buf(a.lse), lb = lse_buf(b.lse);
+    dev_.merge(View(oa), View(la), View(ob), View(lb));
+    return {get(oa), get(la)};
+  }
+
+ private:
+  static std::vector<double> slice(const std::vector<double>& x, std::int64_t first, std::int64_t n) {
+    return {x.begin() + first, x.begin() + first + n};
+  }
+  Buffer buf(Dims d, const std::vector<double>& host) {
+    Buffer b = dev_.alloc(d, DType::f64, Layout::bsnd, "x");
+    dev_.upload(b, host.data());
+    return b;
+  }
+  Buffer lse_buf(double x) {
+    Buffer b = dev_.alloc({1, 1, 1, 1}, DType::f64, Layout::bns, "lse");
+    dev_.upload(b, &x);
+    return b;
+  }
+  double get(const Buffer& b) {
+    double x = 0;
+    dev_.download(b, &x);
+    return x;
+  }
+
+  Recorder rec_;
+  CpuDevice dev_;
+  std::vector<double> scores_, values_;
+};
+
+int run_lesson(int argc, char** argv) {
+  lesson::Options o;
+  Problem& p = o.config.problem;
+  p.ranks = 4;
+  p.seq = 16;
+  p.heads = p.kv_heads = 2;
+  p.head_dim = 8;
+  if (!lesson::parse_options(argc, argv, "Lesson 4: the LSE merge", lesson::kShape | lesson::kSharding | lesson::kStep, o))
+    return 0;
+  o.config.strategy = StrategyKind::ring;
+  validate(p, StrategyKind::ring);
+
+  lesson::title("Lesson 4: merging partial attention by its log-sum-exp");
+  lesson::say("A ring step gives each query the attention over one block of keys only: an output normalised "
+              "within that block, and the block's log-sum-exp lse = log(sum_j exp(s_j)), the log of its total "
+              "softmax weight. Two such partials merge exactly:\n"
+              "  lse = logaddexp(lse_a, lse_b) = log(exp(lse_a) + exp(lse_b))\n"
+              "  out = exp(lse_a - lse) out_a + exp(lse_b - lse) out_b");
+
+  lesson::banner(1, "a worked example: one query, four keys");
+  const std::vector<double> s{1.0, 2.0, 0.5, 3.0}, v{10, 20, 30, 40};
+  OneQuery dev(s, v);
+  std::cout << "  scores s = [1, 2, 0.5, 3], values v = [10, 20, 30, 40]\n"
+               "  block a = keys 0 and 1, block b = keys 2 and 3\n\n";
+  const Partial a = dev.attend(0, 2), b = dev.attend(2, 2), whole = dev.attend(0, 4);
+  const double lse_a = std::log(std::exp(1.0) + std::exp(2.0)), lse_b = std::log(std::exp(0.5) + std::exp(3.0));
+  const double out_a = (std::exp(1.0) * 10 + std::exp(2.0) * 20) / std::exp(lse_a);
+  const double out_b = (std::exp(0.5) * 30 + std::exp(3.0) * 40) / std::exp(lse_b);
+  std::cout << "                          by hand     from the device\n";
+  std::cout << "  lse_a = log(e^1 + e^2)  " << lesson::pad(num(lse_a), 12) << num(a.lse) << "\n";
+  std::cout << "  out_a                   " << lesson::pad(num(out_a), 12) << num(a.out) << "\n";
+  std::cout << "  lse_b = log(e^.5 + e^3) " << lesson::pad(num(lse_b), 12) << num(b.lse) << "\n";
+  std::cout << "  out_b                   " << lesson::pad(num(out_b), 12) << num(b.out) << "\n\n";
+  lesson::expect(std::abs(lse_a - a.lse) < 1e-12 && std::abs(out_b - b.out) < 1e-12, "the device agrees by hand");
+
+  lesson::banner(2, "merge them");
+  const double lse = std::log(std::exp(lse_a) + std::exp(lse_b));
+  const double wa = std::exp(lse_a - lse), wb = std::exp(lse_b - lse);
+  const Partial m = dev.merge(a, b);
+  std::cout << "  lse = logaddexp(lse_a, lse_b)   = " << num(lse) << "\n";
+  std::cout << "  scale_a = exp(lse_a - lse)      = " << num(wa) << "   (block a's share of the weight)\n";
+  std::cout << "  scale_b = exp(lse_b - lse)      = " << num(wb) << "\n";
+  std::cout << "  scale_a + scale_b               = " << num(wa + wb) << "\n";
+  std::cout << "  out = scale_a out_a + scale_b out_b = " << num(wa * out_a + wb * out_b) << "\n\n";
+  std::cout << "  Device::merge gives      out " << num(m.out) << ", lse " << num(m.lse) << "\n";
+  std::cout << "  attention over all four: out " << num(whole.out) << ", lse " << num(whole.lse) << "\n\n";
+  lesson::expect(std::abs(wa + wb - 1) < 1e-12, "the scale factors sum to 1");
+  lesson::expect(std::abs(m.out - whole.out) < 1e-12 && std::abs(m.lse - whole.lse) < 1e-12,
+                 "the merged partials equal attention over all keys");
+  lesson::say("The scales are each block's share of the total softmax weight, so they sum to 1: block b holds "
+              "the strongest match (s = 3) and gets the larger share.");
+
+  lesson::banner(3, "a block with no visible key: lse = -inf");
+  lesson::say("Under a causal mask a block can hold only keys later than the query. Its attention is empty: "
+              "out = 0, lse = log(0) = -inf. Merging it must leave the other partial unchanged.");
+  const Partial none = dev.attend(2, 2, /*q_pos=*/1);  // keys at positions 2, 3; the query at position 1
+  const Partial m1 = dev.merge(a, none), m2 = dev.merge(none, none);
+  std::cout << "  empty block:           out " << num(none.out) << ", lse " << num(none.lse) << "\n";
+  std::cout << "  merge(a, empty):       out " << num(m1.out) << ", lse " << num(m1.lse) << "\n"
+            << "                         (scale_a = 1, scale_empty = exp(-inf) = 0)\n";
+  std::cout << "  merge(empty, empty):   out " << num(m2.out) << ", lse " << num(m2.lse) << "\n"
+            << "                         (no NaN: the merge never computes -inf - -inf)\n\n";
+  lesson::expect(none.lse == -INFINITY && m1.out == a.out && m1.lse == a.lse && m2.out == 0 && m2.lse == -INFINITY,
+                 "the -inf cases");
+
+  lesson::banner(4, "why logaddexp is written as max + log1p(exp(min - max))");
+  const double big_a = 800, big_b = 799;
+  const double naive = std::log(std::exp(big_a) + std::exp(big_b));
+  const Partial big = dev.merge({1.0, big_a}, {2.0, big_b});
+  std::cout << "  lse_a = 800, lse_b = 799 (large scores, e.g. a sharp softmax):\n";
+  std::cout << "  log(exp(800) + exp(799))     = " << num(naive) << "   (exp(800) overflows a double)\n";
+  std::cout << "  800 + log1p(exp(799 - 800))  = " << num(big_a + std::log1p(std::exp(big_b - big_a))) << "\n";
+  std::cout << "  Device::merge                = " << num(big.lse) << "\n\n";
+  lesson::expect(std::isinf(naive) && std::abs(big.lse - 800.3133) < 1e-4, "the stable form survives large scores");
+
+  lesson::banner(5, "the ring uses this merge at every step");
+  const RunResult r = lesson::run_and_step(o.config, o);
+  std::cout << "Ring attention, " << p.ranks << " ranks, against the single-process reference:\n";
+  return lesson::verdicts(r) ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return lesson::guarded("lesson 04_lse_merge", [&] { return run_lesson(argc, argv); });
+}

@@ -1,0 +1,219 @@
+#include "lessons/common/lesson.hpp"
+
+#include <boost/program_options.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "sim/core/error.hpp"
+#include "sim/runtime/report.hpp"
+#include "sim/runtime/stepper.hpp"
+#include "sim/runtime/trace.hpp"
+
+namespace cpsim::lesson {
+
+namespace po = boost::program_options;
+
+bool parse_options(int argc, char** argv, const std::string& title, unsigned flags, Options& o) {
+  Problem& p = o.config.problem;
+  std::string backend(backend_name(o.config.backend)), sharding(sharding_name(p.sharding));
+  std::int64_t kv_heads = p.kv_heads;
+  const std::int64_t default_heads = p.heads;
+  po::options_description desc(title);
+  auto add = [&](Flag f, const char* name, auto* target, const char* help) {
+    if (flags & f) desc.add_options()(name, po::value(target)->default_value(*target), help);
+  };
+  add(kRanks, "ranks,C", &p.ranks, "context-parallel ranks C");
+  add(kSeq, "seq,S", &p.seq, "sequence length S");
+  add(kHeads, "heads,N", &p.heads, "query heads Nq");
+  add(kKvHeads, "kv-heads", &kv_heads, "KV heads Nkv");
+  add(kHeadDim, "head-dim,D", &p.head_dim, "head dim D");
+  add(kBatch, "batch,B", &p.batch, "batch B");
+  add(kSharding, "sharding", &sharding, "zigzag | contiguous");
+  add(kBackend, "backend", &backend, "threads | processes");
+  if (flags & kStep)
+    desc.add_options()("step", "pause at every step (Enter: next, q: quit); no pause without a terminal")(
+        "trace", po::value(&o.trace_file), "write each run's trace (Chrome trace JSON) to this file");
+  desc.add_options()("help,h", "show this help");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: " << argv[0] << " [options]\n\n" << desc << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + "; see " + argv[0] + " --help");
+  }
+  const bool kv_given = vm.count("kv-heads") && !vm["kv-heads"].defaulted();
+  const bool heads_given = vm.count("heads") && !vm["heads"].defaulted();
+  // Like `cpsim run`: without --kv-heads, a new --heads keeps the lesson's ratio only when it had none.
+  p.kv_heads = kv_given ? kv_heads : (heads_given && kv_heads == default_heads ? p.heads : kv_heads);
+  p.sharding = parse_sharding(sharding);
+  o.config.backend = parse_backend(backend);
+  o.step = vm.count("step") > 0;
+  require(p.ranks >= 1, "--ranks must be at least 1", "use --ranks 4");
+  return true;
+}
+
+int guarded(const char* lesson, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::cout.flush();
+    std::cerr << lesson << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << lesson << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+std::string wrap(const std::string& paragraph, int width, const std::string& indent) {
+  std::ostringstream out;
+  std::istringstream lines(paragraph);
+  for (std::string line; std::getline(lines, line);) {
+    // A line keeps its own leading spaces; its continuation lines get them too.
+    const std::size_t lead = line.find_first_not_of(' ');
+    const std::string prefix = indent + std::string(lead == std::string::npos ? 0 : lead, ' ');
+    std::istringstream words(line);
+    std::string cur = prefix;
+    for (std::string w; words >> w;) {
+      if (cur.size() > prefix.size() && static_cast<int>(cur.size() + 1 + w.size()) > width) {
+        out << cur << "\n";
+        cur = prefix;
+      }
+      cur += (cur.size() > prefix.size() ? " " : "") + w;
+    }
+    out << cur << "\n";
+  }
+  return out.str();
+}
+
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::ostringstream out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) out << (line.empty() ? "" : prefix) << line << "\n";
+  return out.str();
+}
+
+void title(const std::string& text) {
+  std::cout << text << "\n" << std::string(std::min<std::size_t>(text.size(), 78), '=') << "\n\n";
+}
+
+void banner(int step, const std::string& text) { std::cout << "STEP " << step << ": " << text << "\n\n"; }
+
+void say(const std::string& paragraph) { std::cout << wrap(paragraph) << "\n"; }
+
+std::string ms(double milliseconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f ms", milliseconds);
+  return buf;
+}
+
+std::string bytes(std::int64_t n) { return format_bytes(static_cast<double>(n)); }
+
+std::string list(const std::vector<std::int64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+std::string list(const std::vector<double>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::ostringstream x;
+    x << v[i];
+    s += (i ? ", " : "") + x.str();
+  }
+  return s + "]";
+}
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+void row(std::string line) {
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  std::cout << line << "\n";
+}
+
+void expect(bool ok, const std::string& what) {
+  if (!ok) throw Error("lesson check failed: " + what);
+}
+
+RunResult run_and_step(RunConfig config, const Options& o) {
+  config.check = true;
+  config.tracing = config.tracing || o.step || !o.trace_file.empty();
+  RunResult r = run(config);
+  if (!o.trace_file.empty()) {
+    std::filesystem::path path(o.trace_file);
+    if (++o.traces_written > 1) path.replace_extension("." + std::to_string(o.traces_written) + path.extension().string());
+    write_trace(path, r);
+    std::cout << "Wrote the trace of the " << strategy_name(config.strategy) << " run to " << path.string() << "\n\n";
+  }
+  if (o.step) {
+    const bool tty = stdin_is_terminal();
+    std::cout << "Stepping through the " << strategy_name(config.strategy) << " run"
+              << (tty ? " (Enter: next step, q: quit):\n" : " (no terminal: straight through):\n");
+    step_through(r, std::cin, std::cout, tty);
+    std::cout << "\n";
+  }
+  return r;
+}
+
+bool verdicts(const RunResult& r, const std::string& label) {
+  const CheckReport& c = r.check;
+  expect(c.ran, "the run was checked against the reference");
+  double tol = c.allowed.out;
+  if (r.config.backward) tol = std::min({tol, c.allowed.dq, c.allowed.dk, c.allowed.dv});
+  std::vector<std::string> entries;
+  for (std::size_t i = 0; i < c.per_rank.size(); ++i) {
+    std::string e = "rank " + std::to_string(i) + ": ";
+    if (c.per_rank[i] <= tol) {
+      e += "CORRECT";
+    } else {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1e", c.per_rank[i]);
+      e += std::string("ERROR (max abs error ") + buf + " on its rows)";
+    }
+    entries.push_back(e);
+  }
+  if (label.empty())
+    for (const std::string& e : entries) std::cout << e << "\n";
+  else
+    verdict_lines(label, entries);
+  return c.passed;
+}
+
+void verdict_lines(const std::string& label, const std::vector<std::string>& entries) {
+  // As many ranks per line as fit in 80 columns, continuation lines indented under the first.
+  std::string line = pad(label, 11);
+  bool first = true;
+  for (const std::string& e : entries) {
+    if (!first && line.size() + 2 + e.size() > 80) {
+      std::cout << line << "\n";
+      line = std::string(11, ' ');
+      first = true;
+    }
+    line += (first ? " " : "  ") + e;
+    first = false;
+  }
+  std::cout << line << "\n";
+}
+
+std::string phase_calls(const RunResult& r, int rank, const std::string& phase) {
+  std::map<std::string, int> calls;
+  for (const TraceEvent& e : r.ranks.at(static_cast<std::size_t>(rank)).stats.events())
+    if (e.type == TraceEvent::Type::comm && e.phase == phase) calls[e.name] += 1;
+  std::string s;
+  for (const auto& [k, n] : calls) s += (s.empty() ? "" : ", ") + k + " " + std::to_string(n);
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace cpsim::lesson

@@ -1,0 +1,75 @@
+// What every lesson shares: its command-line options, narration, the run it makes, and the verdicts it ends with.
+//
+// A lesson is a short narrated program: `STEP n:` banners, paragraphs wrapped to 78 columns, tables that fit an
+// 80-column terminal, and per-rank CORRECT/ERROR lines against the single-process reference at the end.
+// Times are printed in one form only, "12.34 ms" (lesson::ms), so the transcript test can mask them.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/runtime/run.hpp"
+
+namespace cpsim::lesson {
+
+// Which shape flags a lesson accepts; each lesson picks its defaults (small: they finish in seconds).
+enum Flag : unsigned {
+  kRanks = 1u << 0,
+  kSeq = 1u << 1,
+  kHeads = 1u << 2,
+  kKvHeads = 1u << 3,
+  kHeadDim = 1u << 4,
+  kBatch = 1u << 5,
+  kSharding = 1u << 6,
+  kBackend = 1u << 7,
+  kStep = 1u << 8,  // --step: replay the run one step at a time; also --trace FILE
+  kShape = kRanks | kSeq | kHeads | kKvHeads | kHeadDim | kBatch | kBackend,
+};
+
+struct Options {
+  RunConfig config;   // the lesson's defaults before parsing, the learner's shape after
+  bool step = false;        // --step given
+  std::string trace_file;   // --trace FILE given: every run of the lesson writes its trace
+  mutable int traces_written = 0;
+};
+
+// Parses argv into o; o.config holds the lesson's defaults on entry. Only the flags in `flags` are accepted.
+// Prints --help and returns false when asked for help. Throws UsageError for bad input.
+bool parse_options(int argc, char** argv, const std::string& title, unsigned flags, Options& o);
+
+// Runs body; UsageError becomes one line on stderr and exit 2, any other error one line and exit 1.
+int guarded(const char* lesson, const std::function<int()>& body);
+
+// Narration.
+void title(const std::string& text);                       // the lesson's first line, underlined
+void banner(int step, const std::string& text);           // "STEP n: text"
+void say(const std::string& paragraph);                    // wrapped to 78 columns, blank line after
+std::string wrap(const std::string& paragraph, int width = 78, const std::string& indent = "");
+std::string indent(const std::string& text, const std::string& prefix);  // every line prefixed, spacing kept
+std::string ms(double milliseconds);                       // "12.34 ms": the one form times take
+std::string bytes(std::int64_t n);                         // "4.0 KiB"
+std::string list(const std::vector<std::int64_t>& v);      // "[1, 2, 3, 4]"
+std::string list(const std::vector<double>& v);            // "[2, 6, 10, 14]" (shortest exact form)
+std::string pad(std::string s, std::size_t width);         // left-aligned in width columns
+void row(std::string line);                                // prints a table row, trailing spaces dropped
+
+// Throws Error("lesson check failed: what") unless ok: a lesson asserts what it prints.
+void expect(bool ok, const std::string& what);
+
+// Runs the configuration (checked against the reference, traced when stepping or writing a trace).
+// With --step the run is replayed one step at a time (pausing only when stdin is a terminal). With --trace FILE
+// the first run's trace goes to FILE, later runs' to FILE with ".2", ".3", ... before its extension.
+RunResult run_and_step(RunConfig config, const Options& o);
+
+// Per-rank verdicts on the rows each rank owns: "rank 2: CORRECT" or "rank 2: ERROR (max abs error 3.1e-01 ...)",
+// one per line; with a label ("ring"), after the label and as many per line as fit in 80 columns.
+// Returns whether the whole check passed.
+bool verdicts(const RunResult& r, const std::string& label = "");
+// The labelled form for verdicts computed elsewhere: entries like "rank 0: CORRECT", packed after the label.
+void verdict_lines(const std::string& label, const std::vector<std::string>& entries);
+
+// Per-phase communication calls of one rank, from its trace (the run must be traced): "all_to_all 4".
+std::string phase_calls(const RunResult& r, int rank, const std::string& phase);
+
+}  // namespace cpsim::lesson

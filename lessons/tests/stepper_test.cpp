@@ -1,0 +1,117 @@
+// The stepper replays a traced run step by step: what each rank held, computed and exchanged.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "lessons/common/lesson.hpp"
+#include "sim/core/error.hpp"
+#include "sim/layout/work_table.hpp"
+#include "sim/runtime/stepper.hpp"
+
+using namespace cpsim;
+
+namespace {
+
+RunResult traced(StrategyKind k, Sharding sh, int C, std::int64_t S = 16) {
+  RunConfig c;
+  c.strategy = k;
+  c.problem.ranks = C;
+  c.problem.seq = S;
+  c.problem.heads = c.problem.kv_heads = 4;
+  c.problem.head_dim = 4;
+  c.problem.sharding = sh;
+  c.tracing = true;
+  return run(c);
+}
+
+const RankStep& at(const std::vector<StepFrame>& frames, const std::string& phase, int step, int rank) {
+  for (const StepFrame& f : frames)
+    if (f.phase == phase && f.step == step) return f.ranks.at(static_cast<std::size_t>(rank));
+  FAIL("no frame " << phase << " step " << step);
+  throw Error("unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("a zigzag ring has one frame per step and every rank holds the K/V of rank r - i at step i") {
+  const RunResult r = traced(StrategyKind::ring, Sharding::zigzag, 4);
+  const auto frames = step_frames(r);
+  REQUIRE(frames.size() == 4);
+  const SeqLayout L(4, 16, Sharding::zigzag);
+  for (int i = 0; i < 4; ++i)
+    for (int rank = 0; rank < 4; ++rank) {
+      const int owner = ((rank - i) % 4 + 4) % 4;
+      const RankStep& rs = at(frames, "forward", i, rank);
+      std::vector<Span> want = to_spans(L.positions(owner));
+      if (i > 0 && owner < rank) want = {Span{2 * owner, 2 * owner + 2}};  // "lower": the owner's early chunk only
+      REQUIRE(rs.kv_held.size() == want.size());
+      for (std::size_t j = 0; j < want.size(); ++j) {
+        CHECK(rs.kv_held[j].lo == want[j].lo);
+        CHECK(rs.kv_held[j].hi == want[j].hi);
+      }
+      CHECK(rs.blocks.front().kind == (i == 0 ? BlockKind::diagonal : owner < rank ? BlockKind::lower : BlockKind::upper));
+      CHECK(rs.pairs == r.config.problem.heads * ring_step_pairs(L)[rank][i]);
+    }
+}
+
+TEST_CASE("the frame bytes of a ring step are one K/V block each way, except at the last step") {
+  const RunResult r = traced(StrategyKind::ring, Sharding::contiguous, 4);
+  const auto frames = step_frames(r);
+  const std::int64_t kv_bytes = 2 * 4 * 4 * 4 * 8;  // k and v: [1, s=4, Nkv=4, D=4] doubles
+  for (int i = 0; i < 4; ++i) {
+    CHECK(at(frames, "forward", i, 1).bytes_sent == (i < 3 ? kv_bytes : 0));
+    CHECK(at(frames, "forward", i, 1).calls.count("isend") == (i < 3 ? 1u : 0u));
+  }
+}
+
+TEST_CASE("the step grid of a contiguous ring marks the blocks each rank computes and leaves skipped ones blank") {
+  const RunResult r = traced(StrategyKind::ring, Sharding::contiguous, 2, 8);
+  const auto frames = step_frames(r);
+  const SeqLayout L(2, 8, Sharding::contiguous);
+  const Grid g0 = step_grid(frames.at(0), L), g1 = step_grid(frames.at(1), L);
+  CHECK(g0[3][2].rank == 1);  // step 0: rank 1's own diagonal block
+  CHECK(g0[3][3].diagonal);
+  CHECK(g0[2][0].rank == -1);
+  CHECK(g1[2][0].rank == 1);  // step 1: rank 1 reads rank 0's K/V, fully visible
+  CHECK(!g1[2][0].diagonal);
+  CHECK(g1[0][0].rank == -1);  // rank 0 skips rank 1's K/V: nothing is drawn
+}
+
+TEST_CASE("chunk names compress runs of chunks and fall back to spans off the chunk grid") {
+  const SeqLayout L(4, 16, Sharding::zigzag);
+  CHECK(chunk_names({{0, 16}}, L, 'q') == "q0-7");
+  CHECK(chunk_names({{0, 2}, {14, 16}}, L, 'k') == "k0,7");
+  CHECK(chunk_names({{6, 10}}, L, 'k') == "k3,4");
+  CHECK(chunk_names({{1, 3}}, L, 'k') == "[1,3)");
+  CHECK(chunk_names({}, L, 'k') == "-");
+}
+
+TEST_CASE("stepping interactively stops at q and runs straight through without a terminal") {
+  const RunResult r = traced(StrategyKind::ring, Sharding::zigzag, 4);
+  std::istringstream quit("\nq\n");
+  std::ostringstream out;
+  CHECK(step_through(r, quit, out, true) == 2);
+  std::istringstream none;
+  std::ostringstream all;
+  CHECK(step_through(r, none, all, false) == 4);
+  CHECK(all.str().find("step 3 of 4") != std::string::npos);
+  CHECK(all.str().find("Enter") == std::string::npos);
+}
+
+TEST_CASE("stepping an untraced run is an error that names the fix") {
+  RunConfig c;
+  c.problem.ranks = 2;
+  c.problem.seq = 8;
+  const RunResult r = run(c);
+  CHECK_THROWS_WITH_AS(step_frames(r), doctest::Contains("tracing"), Error);
+}
+
+TEST_CASE("lesson text wraps at 78 columns and keeps a line's indent on its continuation lines") {
+  const std::string w = lesson::wrap(std::string(40, 'a') + " " + std::string(40, 'b') + "\n  " + std::string(50, 'c') +
+                                     " " + std::string(30, 'd'));
+  CHECK(w == std::string(40, 'a') + "\n" + std::string(40, 'b') + "\n  " + std::string(50, 'c') + "\n  " +
+                 std::string(30, 'd') + "\n");
+  CHECK(lesson::ms(12.345) == "12.35 ms");
+  CHECK(lesson::list(std::vector<double>{2, 6, 10, 14}) == "[2, 6, 10, 14]");
+}

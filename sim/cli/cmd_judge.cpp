@@ -1,0 +1,91 @@
+// cpsim judge: builds an exercise's judge on the learner's file and runs it.
+//
+//   cpsim judge zigzag_ring               cmake --build <build dir> --target judge_zigzag_ring, then runs it
+//   cpsim judge zigzag_ring --solution    the same judge on the reference solution (exercises/<name>/solution/)
+// The build dir is the folder holding this cpsim binary (where CMake puts it), unless --build-dir names another.
+// Exit code: the judge's (0 every case passed, 1 a case failed); 1 when the build fails; 2 for bad input.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "sim/cli/cli.hpp"
+#include "sim/core/error.hpp"
+
+namespace cpsim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Exercise {
+  const char* name;
+  const char* summary;
+};
+constexpr Exercise kExercises[] = {
+    {"zigzag_ring", "zigzag ring attention, forward (exercises/zigzag_ring/zigzag_ring.cpp)"},
+};
+
+std::string quoted(const fs::path& p) {
+  std::string s = "'";
+  for (char c : p.string()) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return s + "'";
+}
+
+int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 1; }
+
+int cmd_judge(const std::vector<std::string>& args) {
+  po::options_description desc("cpsim judge <exercise>: build the judge on your file and run it");
+  std::string exercise, build_dir;
+  desc.add_options()("exercise", po::value(&exercise), "the exercise: zigzag_ring")(
+      "solution", "judge the reference solution instead of your file")(
+      "no-build", "run the judge as last built, without calling cmake --build")(
+      "build-dir", po::value(&build_dir), "the CMake build folder (default: the folder of this cpsim binary)")(
+      "list", "list the exercises");
+  po::positional_options_description pos;
+  pos.add("exercise", 1);
+  po::variables_map vm;
+  po::options_description all(desc);
+  all.add_options()("help,h", "show this help");
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + "; see `cpsim judge --help`");
+  }
+  if (vm.count("help") || vm.count("list")) {
+    if (vm.count("help")) std::cout << "usage: cpsim judge <exercise> [options]\n\n" << all << "\n";
+    std::cout << "exercises:\n";
+    for (const Exercise& e : kExercises) std::cout << "  " << e.name << "  " << e.summary << "\n";
+    return 0;
+  }
+  bool known = false;
+  for (const Exercise& e : kExercises) known = known || exercise == e.name;
+  if (!known)
+    throw UsageError(exercise.empty() ? "name the exercise to judge; use `cpsim judge zigzag_ring`"
+                                      : "unknown exercise '" + exercise + "'; use `cpsim judge zigzag_ring`");
+
+  const fs::path dir = build_dir.empty() ? fs::read_symlink("/proc/self/exe").parent_path() : fs::path(build_dir);
+  if (!fs::exists(dir / "CMakeCache.txt"))
+    throw UsageError(dir.string() + " is not a CMake build folder (no CMakeCache.txt); use --build-dir with the "
+                     "folder you built cpsim in");
+  const std::string target = "judge_" + exercise + (vm.count("solution") ? "_solution" : "");
+  if (!vm.count("no-build")) {
+    std::cout << "Building " << target << " ..." << std::endl;
+    const std::string cmd = "cmake --build " + quoted(dir) + " --target " + target + " >&2";
+    if (const int rc = exit_code(std::system(cmd.c_str())); rc != 0) {
+      std::cerr << "cpsim: the build of " << target << " failed (exit " << rc << "); fix the errors above and "
+                << "judge again\n";
+      return 1;
+    }
+  }
+  const fs::path judge = dir / "exercises" / target;
+  if (!fs::exists(judge))
+    throw UsageError("no judge at " + judge.string() + "; drop --no-build, or build the target " + target);
+  std::cout.flush();
+  return exit_code(std::system(quoted(judge).c_str()));
+}
+
+}  // namespace
+CPSIM_COMMAND(judge, "build and run an exercise's judge on your file (zigzag_ring)", cmd_judge);
+}  // namespace cpsim::cli

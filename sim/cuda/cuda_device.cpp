@@ -1,0 +1,275 @@
+#include "sim/cuda/cuda_device.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+
+#include "sim/cuda/cuda_check.hpp"
+#include "sim/cuda/tile_counts.hpp"
+
+namespace cpsim::cuda {
+namespace {
+
+ElemType elem_type(DType t) {
+  switch (t) {
+    case DType::f32: return ElemType::f32;
+    case DType::bf16: return ElemType::bf16;
+    case DType::f64: return ElemType::f64;
+    case DType::i64: return ElemType::i64;
+  }
+  return ElemType::f32;
+}
+
+int narrow(std::int64_t x, const View& v) {
+  if (x < 0 || x > std::numeric_limits<int>::max())
+    throw Error("buffer '" + v.buf.name() + "': an extent of " + std::to_string(x) + " is too large for the CUDA kernels");
+  return static_cast<int>(x);
+}
+
+void check_data(const View& v, const char* what) {
+  if (v.numel() > 0 && v.buf.data() == nullptr)
+    throw Error(std::string(what) + ": buffer '" + v.buf.name() + "' holds no data on this device");
+}
+
+void check_pair(const View& dst, const View& src, const char* what) {
+  if (!dst.same_extent(src) || dst.buf.layout() != src.buf.layout())
+    throw Error(std::string(what) + ": views differ in extent or layout (" + to_string(dst.buf.dims(), dst.buf.layout()) +
+                " box vs " + to_string(src.buf.dims(), src.buf.layout()) + " box)");
+  check_data(dst, what);
+  check_data(src, what);
+}
+
+void check_types(std::initializer_list<const View*> views, DType want, const char* what) {
+  for (const View* v : views) {
+    check_data(*v, what);
+    if (v->buf.dtype() != want)
+      throw Error(std::string(what) + ": '" + v->buf.name() + "' holds " + std::string(dtype_name(v->buf.dtype())) +
+                  " where " + std::string(dtype_name(want)) + " is needed");
+  }
+}
+
+void check_activations(std::initializer_list<const View*> views, const char* what) {
+  for (const View* v : views)
+    if (v->buf.layout() != Layout::bsnd)
+      throw Error(std::string(what) + ": '" + v->buf.name() + "' must be a [B, S, N, D] buffer");
+}
+
+void check_ascending(const Positions& p, const char* what) {
+  for (std::size_t i = 1; i < p.size(); ++i)
+    if (p[i] <= p[i - 1])
+      throw Error(std::string("attention: ") + what + " must be strictly ascending (position " + std::to_string(p[i]) +
+                  " follows " + std::to_string(p[i - 1]) + ")");
+}
+
+}  // namespace
+
+GpuView to_gpu_view(const View& v) {
+  const Buffer& b = v.buf;
+  const Dims& d = b.dims();
+  GpuView g;
+  g.type = elem_type(b.dtype());
+  g.nb = narrow(v.nb, v);
+  g.ns = narrow(v.ns, v);
+  g.nh = narrow(v.nh, v);
+  g.d = narrow(d.d, v);
+  const std::int64_t first = b.offset(v.b0, v.s0, v.h0);
+  g.ptr = static_cast<char*>(b.data()) + first * static_cast<std::int64_t>(dtype_size(b.dtype()));
+  if (b.layout() == Layout::bsnd) {  // [B, S, N, D]
+    g.batch_stride = d.s * d.n * d.d;
+    g.row_stride = d.n * d.d;
+    g.head_stride = d.d;
+    g.heads_inner = true;
+  } else {  // [B, N, S]
+    g.batch_stride = d.n * d.s;
+    g.row_stride = 1;
+    g.head_stride = d.s;
+    g.heads_inner = false;
+  }
+  return g;
+}
+
+CudaDevice::CudaDevice(Recorder& rec, std::shared_ptr<RankGpu> gpu) : Device(rec), gpu_(std::move(gpu)) {
+  check(cudaSetDevice(gpu_->device()), "selecting the rank's GPU");
+  check(cudaEventCreate(&start_), "creating a timing event");
+  check(cudaEventCreate(&stop_), "creating a timing event");
+}
+
+CudaDevice::~CudaDevice() {
+  cudaStreamSynchronize(gpu_->compute());
+  if (pos_dev_) cudaFreeAsync(pos_dev_, gpu_->compute());
+  if (di_) cudaFreeAsync(di_, gpu_->compute());
+  if (pos_host_) cudaFreeHost(pos_host_);
+  cudaEventDestroy(start_);
+  cudaEventDestroy(stop_);
+}
+
+Buffer CudaDevice::alloc(Dims dims, DType dtype, Layout layout, const std::string& name) {
+  require(dtype == DType::f32 || dtype == DType::bf16,
+          "the CUDA device holds bf16 and f32 buffers (got " + std::string(dtype_name(dtype)) + " for '" + name + "')",
+          "use --dtype bf16 or f32");
+  if (layout == Layout::bns && dtype == DType::bf16) dtype = DType::f32;  // log-sum-exp stays f32 (see the header)
+  if (dims.b < 0 || dims.s < 0 || dims.n < 0 || dims.d < 1 || (layout == Layout::bns && dims.d != 1))
+    throw Error("alloc '" + name + "': impossible dims " + to_string(dims, layout));
+  const std::size_t bytes = static_cast<std::size_t>(dims.numel()) * dtype_size(dtype);
+  void* p = nullptr;
+  const cudaError_t e = cudaMallocAsync(&p, std::max<std::size_t>(bytes, 1), gpu_->compute());
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    throw Error("alloc '" + name + "': the GPU is out of memory for " + std::to_string(bytes) + " bytes (rank " +
+                std::to_string(gpu_->rank()) + " holds " + std::to_string(recorder().memory()->current.load()) +
+                " bytes); use a shorter sequence or more ranks");
+  }
+  check(e, "alloc '" + name + "'");
+  check(cudaMemsetAsync(p, 0, bytes, gpu_->compute()), "zero-filling '" + name + "'");
+  auto meter = recorder().memory();  // shared with the deleter, which may outlive this device
+  const auto counted = static_cast<std::int64_t>(bytes);
+  meter->add(counted);
+  std::shared_ptr<void> storage(p, [gpu = gpu_, meter, counted](void* x) {
+    cudaFreeAsync(x, gpu->compute());  // after everything queued on the stream that may still read it
+    meter->sub(counted);
+  });
+  return Buffer(std::move(storage), dims, dtype, layout, name);
+}
+
+void CudaDevice::upload(const Buffer& dst, const void* host) {
+  if (dst.bytes() == 0) return;
+  check(cudaMemcpyAsync(dst.data(), host, dst.bytes(), cudaMemcpyHostToDevice, gpu_->compute()),
+        "upload to '" + dst.name() + "'");
+  gpu_->wait(gpu_->compute(), "upload to '" + dst.name() + "'");
+}
+
+void CudaDevice::download(const Buffer& src, void* host) {
+  if (src.bytes() == 0) return;
+  check(cudaMemcpyAsync(host, src.data(), src.bytes(), cudaMemcpyDeviceToHost, gpu_->compute()),
+        "download of '" + src.name() + "'");
+  gpu_->wait(gpu_->compute(), "download of '" + src.name() + "'");
+}
+
+void CudaDevice::fill(const View& dst, double value) {
+  check_data(dst, "fill");
+  check(launch_fill(to_gpu_view(dst), value, gpu_->compute()), "fill of '" + dst.buf.name() + "'");
+}
+
+void CudaDevice::copy(const View& dst, const View& src) {
+  check_pair(dst, src, "copy");
+  check(launch_copy(to_gpu_view(dst), to_gpu_view(src), gpu_->compute()), "copy into '" + dst.buf.name() + "'");
+}
+
+void CudaDevice::add(const View& dst, const View& src) {
+  check_pair(dst, src, "add");
+  check(launch_add(to_gpu_view(dst), to_gpu_view(src), gpu_->compute()), "add into '" + dst.buf.name() + "'");
+}
+
+void CudaDevice::merge(const View& out_acc, const View& lse_acc, const View& out_t, const View& lse_t) {
+  if (!out_acc.same_extent(out_t) || !lse_acc.same_extent(lse_t))
+    throw Error("merge: the two partial results must cover the same rows, heads and batches");
+  if (lse_acc.buf.layout() != Layout::bns || lse_t.buf.layout() != Layout::bns || out_acc.buf.layout() != Layout::bsnd ||
+      out_t.buf.layout() != Layout::bsnd)
+    throw Error("merge: out views must be [B, S, N, D] and lse views [B, N, S]");
+  if (lse_acc.nb != out_acc.nb || lse_acc.ns != out_acc.ns || lse_acc.nh != out_acc.nh)
+    throw Error("merge: lse must have one value per row and head of out");
+  check_types({&lse_acc, &lse_t}, DType::f32, "merge");
+  check_types({&out_t}, out_acc.buf.dtype(), "merge");
+  check_data(out_acc, "merge");
+  check(launch_merge(to_gpu_view(out_acc), to_gpu_view(lse_acc), to_gpu_view(out_t), to_gpu_view(lse_t),
+                     gpu_->compute()),
+        "merge into '" + out_acc.buf.name() + "'");
+}
+
+void CudaDevice::synchronize() { gpu_->wait(gpu_->compute(), "synchronize"); }
+
+void* CudaDevice::workspace(void*& ptr, std::size_t& cap, std::size_t bytes) {
+  if (bytes <= cap) return ptr;
+  if (ptr) check(cudaFreeAsync(ptr, gpu_->compute()), "freeing kernel workspace");
+  ptr = nullptr;
+  cap = 0;
+  check(cudaMallocAsync(&ptr, bytes, gpu_->compute()), "allocating kernel workspace");
+  cap = bytes;
+  return ptr;
+}
+
+AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View& k, const View& v,
+                               const Positions& k_pos, const View& out, const View& lse, bool causal, double scale) {
+  check_ascending(q_pos, "query positions");
+  check_ascending(k_pos, "key positions");
+  const DType t = q.buf.dtype();
+  require(t == DType::f32 || t == DType::bf16, "the CUDA device computes attention on bf16 or f32 inputs",
+          "use --dtype bf16 or f32");
+  check_types({&q, &k, &v, &out}, t, "attention");
+  check_types({&lse}, DType::f32, "attention (the log-sum-exp)");
+  if (q.d() > kSimtMaxHeadDim)
+    throw UsageError("the CUDA kernels take head dims up to " + std::to_string(kSimtMaxHeadDim) + " (got " +
+                     std::to_string(q.d()) + "); use --head-dim 128");
+  // Positions: q then k, through pinned memory; the previous call's copy is done (every call ends waiting).
+  const std::size_t n = q_pos.size() + k_pos.size();
+  if (n > pos_host_cap_) {
+    if (pos_host_) cudaFreeHost(pos_host_);
+    pos_host_ = nullptr;
+    pos_host_cap_ = 0;
+    check(cudaMallocHost(&pos_host_, n * sizeof(std::int64_t)), "allocating pinned memory for positions");
+    pos_host_cap_ = n;
+  }
+  std::memcpy(pos_host_, q_pos.data(), q_pos.size() * sizeof(std::int64_t));
+  std::memcpy(pos_host_ + q_pos.size(), k_pos.data(), k_pos.size() * sizeof(std::int64_t));
+  auto* pos = static_cast<std::int64_t*>(workspace(pos_dev_, pos_dev_cap_, n * sizeof(std::int64_t)));
+  check(cudaMemcpyAsync(pos, pos_host_, n * sizeof(std::int64_t), cudaMemcpyHostToDevice, gpu_->compute()),
+        "copying positions to the GPU");
+  AttentionArgs a;
+  a.q = to_gpu_view(q);
+  a.k = to_gpu_view(k);
+  a.v = to_gpu_view(v);
+  a.out = to_gpu_view(out);
+  a.lse = to_gpu_view(lse);
+  a.q_pos = pos;
+  a.k_pos = pos + q_pos.size();
+  a.group = static_cast<int>(q.nh / k.nh);
+  a.causal = causal;
+  a.scale = static_cast<float>(scale);
+  return a;
+}
+
+TileCounts CudaDevice::run(const AttentionArgs& a, bool backward, const Positions& q_pos, const Positions& k_pos,
+                           bool causal) {
+  last_path_ = choose_path(a, backward);
+  const cudaStream_t s = gpu_->compute();
+  check(cudaEventRecord(start_, s), "recording a timing event");
+  check(backward ? launch_attention_backward(a, last_path_, s) : launch_attention_forward(a, last_path_, s),
+        backward ? "attention backward" : "attention forward");
+  check(cudaEventRecord(stop_, s), "recording a timing event");
+  gpu_->wait(s, backward ? "attention backward" : "attention forward");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, start_, stop_), "reading a timing event");
+  last_ms_ = ms;
+  const bool mma = last_path_ == AttentionPath::mma;
+  TileCounts per_head = count_tiles(q_pos, k_pos, causal, mma ? kMmaRows : 1, mma ? kMmaRows : kSimtKeys);
+  const std::int64_t heads = static_cast<std::int64_t>(a.q.nb) * a.q.nh;
+  return {per_head.computed * heads, per_head.skipped * heads};
+}
+
+TileCounts CudaDevice::do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
+                                            const Positions& k_pos, const View& out, const View& lse, bool causal,
+                                            double scale) {
+  check_activations({&q, &k, &v, &out}, "attention forward");
+  const AttentionArgs a = args(q, q_pos, k, v, k_pos, out, lse, causal, scale);
+  return run(a, false, q_pos, k_pos, causal);
+}
+
+TileCounts CudaDevice::do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
+                                             const Positions& k_pos, const View& out, const View& lse,
+                                             const View& dout, const View& dq, const View& dk, const View& dv,
+                                             bool causal, double scale) {
+  check_activations({&q, &k, &v, &out, &dout, &dq, &dk, &dv}, "attention backward");
+  check_types({&dout}, q.buf.dtype(), "attention backward");
+  check_types({&dq, &dk, &dv}, DType::f32, "attention backward (the gradient accumulators)");
+  AttentionArgs a = args(q, q_pos, k, v, k_pos, out, lse, causal, scale);
+  a.dout = to_gpu_view(dout);
+  a.dq = to_gpu_view(dq);
+  a.dk = to_gpu_view(dk);
+  a.dv = to_gpu_view(dv);
+  const std::size_t rows = static_cast<std::size_t>(q.nb * q.nh * q.ns);
+  a.di = static_cast<float*>(workspace(di_, di_cap_, std::max<std::size_t>(rows, 1) * sizeof(float)));
+  return run(a, true, q_pos, k_pos, causal);
+}
+
+}  // namespace cpsim::cuda

@@ -1,0 +1,174 @@
+// What the machine offers, in words: the driver, the runtime cpsim was built with, the visible GPUs.
+//
+// A process that has used CUDA may not fork children that use it too, and launch_nccl forks its ranks; so unless
+// this process already uses CUDA, the probe runs in a child process and sends its findings back through a pipe.
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+
+#include "sim/core/bytes.hpp"
+#include "sim/cuda/cuda_api.hpp"
+#include "sim/cuda/cuda_check.hpp"
+#include "sim/cuda/cuda_device.hpp"
+#include "sim/cuda/rank_gpu.hpp"
+
+namespace cpsim {
+namespace {
+
+constexpr int kMinMajor = 8;  // mma.sync with bf16, cp.async, ldmatrix: Ampere (8.0) and newer
+
+std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+GpuProbe probe_here() {
+  cuda::note_cuda_used();
+  GpuProbe p;
+  p.runtime_version = CUDART_VERSION;
+  if (cudaDriverGetVersion(&p.driver_version) != cudaSuccess) p.driver_version = 0;
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (p.driver_version == 0) {
+    p.problem = "no NVIDIA driver was found (the CUDA driver library libcuda.so.1 is missing); install the NVIDIA "
+                "driver on a machine with an NVIDIA GPU, or use --backend threads";
+  } else if (p.driver_version < p.runtime_version || e == cudaErrorInsufficientDriver) {
+    p.problem = "the NVIDIA driver supports CUDA " + cuda_version(p.driver_version) + ", older than the CUDA " +
+                cuda_version(p.runtime_version) + " runtime cpsim was built with; update the driver, or build cpsim "
+                "with a CUDA toolkit no newer than " + cuda_version(p.driver_version);
+  } else if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0)) {
+    p.problem = std::string("no CUDA GPU is visible") +
+                (visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : std::string()) +
+                "; run on a machine with an NVIDIA GPU, or use --backend threads";
+  } else if (e != cudaSuccess) {
+    p.problem = std::string("CUDA could not start: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
+  } else {
+    for (int i = 0; i < n; ++i) {
+      cudaDeviceProp prop{};
+      if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
+      p.gpus.push_back(GpuInfo{prop.name, prop.major, prop.minor, static_cast<std::int64_t>(prop.totalGlobalMem)});
+      if (prop.major < kMinMajor && p.problem.empty())
+        p.problem = "GPU " + std::to_string(i) + " (" + prop.name + ") has compute capability " +
+                    std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; cpsim's kernels need " +
+                    std::to_string(kMinMajor) + ".0 or newer; choose newer GPUs with CUDA_VISIBLE_DEVICES";
+    }
+  }
+  (void)cudaGetLastError();
+  return p;
+}
+
+std::string serialize(const GpuProbe& p) {
+  ByteWriter w;
+  w.put(p.problem);
+  w.put(p.driver_version);
+  w.put(p.runtime_version);
+  w.put<std::uint64_t>(p.gpus.size());
+  for (const GpuInfo& g : p.gpus) {
+    w.put(g.name);
+    w.put(g.major);
+    w.put(g.minor);
+    w.put(g.memory_bytes);
+  }
+  return w.take();
+}
+
+GpuProbe deserialize(const std::string& s) {
+  ByteReader r(s);
+  GpuProbe p;
+  r.get(p.problem);
+  r.get(p.driver_version);
+  r.get(p.runtime_version);
+  const auto n = r.get<std::uint64_t>();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    GpuInfo g;
+    r.get(g.name);
+    r.get(g.major);
+    r.get(g.minor);
+    r.get(g.memory_bytes);
+    p.gpus.push_back(g);
+  }
+  return p;
+}
+
+// The probe in a child process: what it finds, or why it could not tell.
+GpuProbe probe_in_child() {
+  int fds[2];
+  if (::pipe(fds) != 0) return probe_here();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return probe_here();
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    const std::string out = serialize(probe_here());
+    std::size_t done = 0;
+    while (done < out.size()) {
+      const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string in;
+  char buf[4096];
+  for (;;) {
+    pollfd pfd{fds[0], POLLIN, 0};
+    if (::poll(&pfd, 1, 60000) <= 0) break;  // a driver that hangs for a minute counts as no answer
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    in.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  ::kill(pid, SIGKILL);  // a no-op when it has exited
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  try {
+    return deserialize(in);
+  } catch (const Error&) {
+    GpuProbe p;
+    p.runtime_version = CUDART_VERSION;
+    p.problem = WIFSIGNALED(status) ? "the GPU probe process was killed by signal " + std::to_string(WTERMSIG(status)) +
+                                          " while starting CUDA; check the NVIDIA driver (nvidia-smi)"
+                                    : "the GPU probe process gave no answer; check the NVIDIA driver (nvidia-smi)";
+    return p;
+  }
+}
+
+}  // namespace
+
+GpuProbe probe_gpus() {
+  static std::mutex m;
+  static std::optional<GpuProbe> cached;
+  std::lock_guard lk(m);
+  if (!cached) cached = cuda::cuda_used() ? probe_here() : probe_in_child();
+  return *cached;
+}
+
+std::string cuda_runtime_problem() { return probe_gpus().problem; }
+
+std::unique_ptr<Device> make_cuda_device(Recorder& rec, int device_index) {
+  if (auto gpu = cuda::RankGpu::current()) {
+    if (device_index >= 0 && device_index != gpu->device())
+      throw Error("make_cuda_device: this rank runs on GPU " + std::to_string(gpu->device()) + ", not GPU " +
+                  std::to_string(device_index) + "; pass -1 to use the rank's GPU and streams");
+    return std::make_unique<cuda::CudaDevice>(rec, gpu);
+  }
+  const GpuProbe p = probe_gpus();
+  if (!p.problem.empty()) throw Error(p.problem);
+  const int index = device_index < 0 ? 0 : device_index;
+  if (index >= static_cast<int>(p.gpus.size()))
+    throw Error("GPU " + std::to_string(index) + " was asked for, but " + std::to_string(p.gpus.size()) +
+                " GPU(s) are visible; use a device index below " + std::to_string(p.gpus.size()));
+  auto gpu = std::make_shared<cuda::RankGpu>(index, rec.rank(), std::chrono::seconds(120));
+  return std::make_unique<cuda::CudaDevice>(rec, std::move(gpu));
+}
+
+}  // namespace cpsim

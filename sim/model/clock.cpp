@@ -1,0 +1,268 @@
+#include "sim/model/clock.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <queue>
+#include <tuple>
+
+#include "sim/core/error.hpp"
+#include "sim/model/cost.hpp"
+
+namespace cpsim::model {
+namespace {
+
+constexpr double kUnknown = -1;
+
+// Makes rec.now_us() read `t` (modeled microseconds), so that the Recorder's phase and step marks land on modeled
+// time: the marks read the clock, everything else takes explicit times.
+void at(Recorder& rec, double t) {
+  rec.set_epoch(Recorder::Clock::now() -
+                std::chrono::duration_cast<Recorder::Clock::duration>(std::chrono::duration<double, std::micro>(t)));
+}
+
+// The logical bytes a collective moves per rank, as the Communicator base counts them (communicator.hpp).
+std::int64_t moved_bytes(Collective c, int C, std::int64_t n) {
+  switch (c) {
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_to_all:
+      return n * (C - 1);
+    case Collective::all_reduce:
+      return 2 * n * (C - 1) / C;
+    case Collective::barrier:
+      return 0;
+  }
+  return 0;
+}
+
+struct Posted {
+  int rank, request;
+  double at;
+  std::int64_t bytes;
+};
+
+struct Channel {  // messages of one (context, sender, receiver, tag), matched in the order posted
+  std::deque<Posted> sends, recvs;
+};
+
+// One collective call while its members arrive.
+struct Gathering {
+  std::vector<std::pair<int, double>> arrived;  // (rank, arrival time)
+  std::int64_t bytes = 0;
+  Collective kind = Collective::barrier;
+};
+
+struct State {
+  std::size_t pc = 0;
+  double t = 0;
+  int waiting_on = -1;         // the request a wait is blocked on
+  std::vector<double> done;    // per request: its completion time, or kUnknown
+  double tx_free[2] = {0, 0};  // per link (0 intra, 1 inter): when the outgoing port is free
+  double rx_free[2] = {0, 0};
+};
+
+class Engine {
+ public:
+  Engine(const Programs& p, const Machine& m, const ClockOptions& opt) : p_(p), m_(m) {
+    const std::size_t C = p.ranks.size();
+    state_.resize(C);
+    run_.ranks.reserve(C);
+    for (std::size_t r = 0; r < C; ++r) {
+      state_[r].done.assign(static_cast<std::size_t>(p.ranks[r].requests), kUnknown);
+      run_.ranks.push_back(RankTimeline{0, 0, 0, 0, 0, Recorder(static_cast<int>(r), opt.tracing)});
+    }
+  }
+
+  ModeledRun run() {
+    for (std::size_t r = 0; r < state_.size(); ++r) ready(static_cast<int>(r));
+    while (!queue_.empty()) {
+      const int r = queue_.top().second;
+      queue_.pop();
+      if (advance(r)) ready(r);
+    }
+    std::string stuck;
+    for (std::size_t r = 0; r < state_.size(); ++r)
+      if (state_[r].pc < p_.ranks[r].ops.size())
+        stuck += (stuck.empty() ? "" : ", ") + std::to_string(r) + " (at " +
+                 op_kind_name(p_.ranks[r].ops[state_[r].pc].kind) + ")";
+    if (!stuck.empty()) throw Error("the modeled run deadlocks: ranks " + stuck + " wait for what never comes");
+    for (std::size_t r = 0; r < state_.size(); ++r) {
+      run_.ranks[r].end_us = state_[r].t;
+      run_.forward_us = std::max(run_.forward_us, run_.ranks[r].forward_end_us);
+      run_.total_us = std::max(run_.total_us, state_[r].t);
+    }
+    return std::move(run_);
+  }
+
+ private:
+  using Entry = std::pair<double, int>;  // (time, rank): the earliest clock moves next
+
+  void ready(int r) { queue_.push({state_[static_cast<std::size_t>(r)].t, r}); }
+  State& st(int r) { return state_[static_cast<std::size_t>(r)]; }
+  RankTimeline& tl(int r) { return run_.ranks[static_cast<std::size_t>(r)]; }
+
+  // Runs rank r's next op. False when r has finished or blocks (it is made ready again when unblocked).
+  bool advance(int r) {
+    State& s = st(r);
+    const auto& ops = p_.ranks[static_cast<std::size_t>(r)].ops;
+    if (s.pc >= ops.size()) return false;
+    const Op& op = ops[s.pc];
+    Recorder& rec = tl(r).trace;
+    switch (op.kind) {
+      case OpKind::attention: {
+        const double d = attention_us(m_, op);
+        WorkCounts w;
+        w.calls = 1;
+        w.pairs = op.pairs;
+        w.flops = op.flops;
+        rec.work(w, op.block, rec.tracing() ? op.q_spans : std::vector<Span>{},
+                 rec.tracing() ? op.k_spans : std::vector<Span>{}, s.t, d,
+                 op.backward ? "attention_backward" : "attention_forward");
+        tl(r).compute_us += d;
+        s.t += d;
+        break;
+      }
+      case OpKind::memory: {
+        const double d = memory_us(m_, op.bytes);
+        rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, d, op.name.c_str());
+        tl(r).memory_us += d;
+        s.t += d;
+        break;
+      }
+      case OpKind::begin_phase:
+        at(rec, s.t);
+        rec.begin_phase(op.name);
+        break;
+      case OpKind::end_phase:
+        at(rec, s.t);
+        rec.end_phase();
+        if (op.name == "forward") tl(r).forward_end_us = s.t;
+        break;
+      case OpKind::step:
+        at(rec, s.t);
+        rec.step(op.step);
+        break;
+      case OpKind::isend:
+      case OpKind::irecv:
+        post(r, op);
+        break;
+      case OpKind::wait: {
+        check_request(r, op.request);
+        const double c = s.done[static_cast<std::size_t>(op.request)];
+        if (c == kUnknown) {
+          s.waiting_on = op.request;
+          return false;
+        }
+        block_until(r, c, "wait", op.peer);
+        break;
+      }
+      case OpKind::collective:
+        return arrive(r, op);
+    }
+    ++s.pc;
+    return true;
+  }
+
+  void check_request(int r, int request) {
+    if (request < 0 || request >= static_cast<int>(st(r).done.size()))
+      throw Error("the modeled run: rank " + std::to_string(r) + " names request " + std::to_string(request) +
+                  ", outside the " + std::to_string(st(r).done.size()) + " requests its program posts");
+  }
+
+  void block_until(int r, double t, const char* what, int peer) {
+    State& s = st(r);
+    const double until = std::max(s.t, t);
+    tl(r).trace.wait(what, peer, s.t, until - s.t);
+    tl(r).blocked_us += until - s.t;
+    s.t = until;
+  }
+
+  // A request of rank r completes at t; a wait blocked on it returns.
+  void complete(int r, int request, double t) {
+    State& s = st(r);
+    s.done[static_cast<std::size_t>(request)] = t;
+    if (s.waiting_on != request) return;
+    s.waiting_on = -1;
+    block_until(r, t, "wait", -1);
+    ++s.pc;
+    ready(r);
+  }
+
+  void post(int r, const Op& op) {
+    check_request(r, op.request);
+    const bool send = op.kind == OpKind::isend;
+    const int from = send ? r : op.peer, to = send ? op.peer : r;
+    Channel& ch = channels_[{op.context, from, to, op.tag}];
+    const Posted me{r, op.request, st(r).t, op.bytes};
+    auto& others = send ? ch.recvs : ch.sends;
+    if (others.empty()) {
+      (send ? ch.sends : ch.recvs).push_back(me);
+      return;
+    }
+    const Posted other = others.front();
+    others.pop_front();
+    transfer(send ? me : other, send ? other : me);
+  }
+
+  // A matched message: starts when both sides posted and both ports are free, arrives latency + bytes / bw later.
+  void transfer(const Posted& s, const Posted& r) {
+    if (s.bytes != r.bytes)
+      throw Error("the modeled run: rank " + std::to_string(s.rank) + " sends " + std::to_string(s.bytes) +
+                  " bytes but rank " + std::to_string(r.rank) + " receives " + std::to_string(r.bytes));
+    const int l = same_node(m_, s.rank, r.rank) ? 0 : 1;
+    double& tx = st(s.rank).tx_free[l];
+    double& rx = st(r.rank).rx_free[l];
+    const double start = std::max({s.at, r.at, tx, rx});
+    const double total = p2p_us(m_, s.bytes, s.rank, r.rank);
+    const double busy = total - link_between(m_, s.rank, r.rank).latency_us;  // the port is busy for bytes / bw
+    tx = rx = start + busy;
+    const double end = start + total;
+    tl(s.rank).trace.comm("isend", s.bytes, 0, 1, 0, r.rank, {}, start, end - start);
+    tl(r.rank).trace.comm("irecv", 0, r.bytes, 0, 1, s.rank, {}, start, end - start);
+    complete(s.rank, s.request, end);
+    complete(r.rank, r.request, end);
+  }
+
+  // Rank r reaches a collective. The last member to arrive starts it; every member leaves when it ends.
+  bool arrive(int r, const Op& op) {
+    const std::vector<int>& group = p_.groups[static_cast<std::size_t>(op.context)];
+    Gathering& g = gatherings_[{op.context, op.sequence}];
+    g.arrived.emplace_back(r, st(r).t);
+    g.bytes = std::max(g.bytes, op.bytes);
+    g.kind = op.collective;
+    if (g.arrived.size() < group.size()) return false;
+    double last = 0;
+    for (const auto& [m, t] : g.arrived) last = std::max(last, t);
+    const double end = last + collective_us(m_, g.kind, group, g.bytes);
+    const int C = static_cast<int>(group.size());
+    const std::int64_t moved = moved_bytes(g.kind, C, g.bytes);
+    const int msgs = g.kind == Collective::all_reduce ? 2 * (C - 1) : g.kind == Collective::barrier ? 0 : C - 1;
+    for (const auto& [m, t] : g.arrived) {
+      tl(m).trace.comm(collective_name(g.kind), moved, moved, msgs, msgs, -1, group, t, end - t);
+      block_until(m, end, collective_name(g.kind), -1);
+      ++st(m).pc;
+      if (m != r) ready(m);
+    }
+    gatherings_.erase({op.context, op.sequence});
+    return true;
+  }
+
+  const Programs& p_;
+  const Machine& m_;
+  std::vector<State> state_;
+  ModeledRun run_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue_;
+  std::map<std::tuple<int, int, int, int>, Channel> channels_;
+  std::map<std::pair<int, std::int64_t>, Gathering> gatherings_;
+};
+
+}  // namespace
+
+ModeledRun simulate(const Programs& programs, const Machine& machine, const ClockOptions& options) {
+  return Engine(programs, machine, options).run();
+}
+
+}  // namespace cpsim::model

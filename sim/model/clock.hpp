@@ -1,0 +1,45 @@
+// The simulated clock: replays every rank's Program on a modeled Machine and returns each rank's timeline.
+//
+// Each rank has one compute stream (attention and memory ops run one after another, costs from cost.hpp) and
+// posts messages that travel on their own:
+//   isend / irecv   post at the rank's current time and do not block. A message starts when both sides have
+//                   posted and both the sender's outgoing and the receiver's incoming port on that link are
+//                   free (one message at a time per port and direction); it arrives latency + bytes/bw later,
+//                   which completes both requests.
+//   wait            blocks until its request is complete: a transfer issued before a compute and waited after it
+//                   overlaps that compute exactly as far as the strategy lets it.
+//   collective      blocks; starts when the last member arrives, ends after its alpha-beta cost, for all members.
+// All ranks start at 0; the backward follows each rank's own forward. Ops are replayed in time order (the rank
+// with the earliest clock moves next), so ports are granted first come, first served. A program whose waits
+// can never complete is a deadlock and throws Error naming the ranks.
+#pragma once
+#include <vector>
+
+#include "sim/core/recorder.hpp"
+#include "sim/model/machine.hpp"
+#include "sim/model/program.hpp"
+
+namespace cpsim::model {
+
+struct RankTimeline {
+  double forward_end_us = 0;  // when this rank's forward phase ended
+  double end_us = 0;          // when its last op ended (forward + backward)
+  double compute_us = 0;      // busy on attention
+  double memory_us = 0;       // busy on copy / add / merge / fill
+  double blocked_us = 0;      // in waits and collectives: communication not hidden behind compute
+  Recorder trace;             // the modeled timeline: the TraceEvents a measured run records, on modeled time
+};
+
+struct ModeledRun {
+  std::vector<RankTimeline> ranks;
+  double forward_us = 0;  // the slowest rank's forward
+  double total_us = 0;    // the slowest rank's forward + backward
+};
+
+struct ClockOptions {
+  bool tracing = false;  // keep TraceEvents (counters and phase times are always kept)
+};
+
+ModeledRun simulate(const Programs& programs, const Machine& machine, const ClockOptions& options = {});
+
+}  // namespace cpsim::model

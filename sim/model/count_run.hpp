@@ -1,0 +1,30 @@
+// A counting run: the unchanged strategy code on C counting ranks (threads), no math and no data.
+//
+// Each rank walks the path of sim/runtime/run.cpp: allocates its q, k, v shards ([B, S/C, N, D]), builds the
+// strategy, runs forward (and backward, on a dout shard) between Recorder phase marks. What comes back per rank:
+// the Recorder (work per step, calls and bytes, peak memory: what the numeric run reports) and the Program of
+// every operation issued, which the simulated clock replays.
+#pragma once
+#include <vector>
+
+#include "sim/core/recorder.hpp"
+#include "sim/model/program.hpp"
+#include "sim/strategies/strategy.hpp"
+
+namespace cpsim::model {
+
+struct CountOptions {
+  bool backward = true;
+  int slots = 0;       // ranks running at once; 0: the hardware threads
+  bool spans = false;  // keep the positions of every attention op (for a modeled trace)
+};
+
+struct CountResult {
+  std::vector<Recorder> ranks;  // in rank order
+  Programs programs;
+};
+
+// Validates the problem (UsageError), then counts. Throws the first rank's error if one fails.
+CountResult count_run(const Problem& problem, StrategyKind strategy, const CountOptions& options = {});
+
+}  // namespace cpsim::model

@@ -1,0 +1,116 @@
+#include "sim/model/counting_device.hpp"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "sim/core/error.hpp"
+
+namespace cpsim::model {
+namespace {
+
+// The one address every counting buffer points at. Nothing reads or writes it: the counting communicator moves no
+// bytes and this device touches no data. It is not null only because the Communicator refuses null buffers.
+alignas(64) std::byte g_no_data[64];
+
+std::int64_t bytes_of(const View& v) {
+  return v.numel() * static_cast<std::int64_t>(dtype_size(v.buf.dtype()));
+}
+
+}  // namespace
+
+TileCounts tile_counts(const Positions& q_pos, const Positions& k_pos, bool causal, int tile) {
+  const auto sq = static_cast<std::int64_t>(q_pos.size()), sk = static_cast<std::int64_t>(k_pos.size());
+  const std::int64_t t = tile, q_tiles = (sq + t - 1) / t, k_tiles = (sk + t - 1) / t;
+  TileCounts c;
+  if (!causal) {
+    c.computed = q_tiles * k_tiles;
+    return c;
+  }
+  for (std::int64_t i0 = 0; i0 < sq; i0 += t) {
+    const std::int64_t q_last = q_pos[static_cast<std::size_t>(std::min(i0 + t, sq) - 1)];
+    // u keys lie at or before the tile's last query; the key tiles starting below u are not masked: ceil(u / t).
+    const std::int64_t u = std::upper_bound(k_pos.begin(), k_pos.end(), q_last) - k_pos.begin();
+    c.computed += (u + t - 1) / t;
+  }
+  c.skipped = q_tiles * k_tiles - c.computed;
+  return c;
+}
+
+CountingDevice::CountingDevice(Recorder& rec, Program* program, int tile)
+    : Device(rec), program_(program), tile_(tile) {
+  require(tile >= 1, "the attention tile must hold at least one row (got " + std::to_string(tile) + ")",
+          "use a tile of 64 or 128");
+}
+
+Buffer CountingDevice::alloc(Dims dims, DType dtype, Layout layout, const std::string& name) {
+  if (dims.b < 0 || dims.s < 0 || dims.n < 0 || dims.d < 1 || (layout == Layout::bns && dims.d != 1))
+    throw Error("alloc '" + name + "': impossible dims " + to_string(dims, layout));
+  const auto counted = dims.numel() * static_cast<std::int64_t>(dtype_size(dtype));
+  auto meter = recorder().memory();  // shared with the deleter, which may outlive this device
+  meter->add(counted);
+  std::shared_ptr<void> storage(static_cast<void*>(g_no_data), [meter, counted](void*) { meter->sub(counted); });
+  return Buffer(std::move(storage), dims, dtype, layout, name);
+}
+
+void CountingDevice::memory(const char* name, std::int64_t bytes) {
+  if (program_ == nullptr || bytes == 0) return;
+  Op op;
+  op.kind = OpKind::memory;
+  op.name = name;
+  op.bytes = bytes;
+  program_->ops.push_back(std::move(op));
+}
+
+// fill writes dst; copy reads src and writes dst; add reads both and writes dst.
+void CountingDevice::fill(const View& dst, double) {
+  memory("fill", bytes_of(dst));
+}
+void CountingDevice::copy(const View& dst, const View& src) {
+  memory("copy", bytes_of(dst) + bytes_of(src));
+}
+void CountingDevice::add(const View& dst, const View& src) {
+  memory("add", 2 * bytes_of(dst) + bytes_of(src));
+}
+
+// merge reads both partials and their LSEs and writes the accumulator and its LSE.
+void CountingDevice::merge(const View& out_acc, const View& lse_acc, const View& out_t, const View& lse_t) {
+  memory("merge", 2 * bytes_of(out_acc) + bytes_of(out_t) + 2 * bytes_of(lse_acc) + bytes_of(lse_t));
+}
+
+TileCounts CountingDevice::attention(const View& q, const Positions& q_pos, const View& k, const Positions& k_pos,
+                                     bool causal, bool backward) {
+  TileCounts per_head = tile_counts(q_pos, k_pos, causal, tile_);
+  const std::int64_t bh = q.nb * q.nh;  // the kernel repeats the tiles for every (batch, query head)
+  if (program_ != nullptr) {
+    Op op;
+    op.kind = OpKind::attention;
+    op.backward = backward;
+    op.q_rows = q.ns;
+    op.k_rows = k.ns;
+    op.batch_heads = bh;
+    const std::int64_t pairs1 = visible_pairs(q_pos, k_pos, causal);
+    op.pairs = pairs1 * bh;
+    op.flops = (backward ? kBackwardFlopsPerPairDim : kForwardFlopsPerPairDim) * static_cast<double>(q.d()) *
+               static_cast<double>(op.pairs);
+    op.block = pairs1 == q.ns * k.ns ? BlockKind::full : BlockKind::diagonal;
+    if (program_->spans) {
+      op.q_spans = to_spans(q_pos);
+      op.k_spans = to_spans(k_pos);
+    }
+    program_->ops.push_back(std::move(op));
+  }
+  return TileCounts{per_head.computed * bh, per_head.skipped * bh};
+}
+
+TileCounts CountingDevice::do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View&,
+                                                const Positions& k_pos, const View&, const View&, bool causal, double) {
+  return attention(q, q_pos, k, k_pos, causal, false);
+}
+
+TileCounts CountingDevice::do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View&,
+                                                 const Positions& k_pos, const View&, const View&, const View&,
+                                                 const View&, const View&, const View&, bool causal, double) {
+  return attention(q, q_pos, k, k_pos, causal, true);
+}
+
+}  // namespace cpsim::model

@@ -1,0 +1,193 @@
+// The simulated clock on hand-written programs: overlap where the program overlaps, collectives wait for their last
+// member, ports carry one message at a time, and impossible programs are refused.
+#include "sim/model/clock.hpp"
+
+#include <doctest/doctest.h>
+
+#include "sim/core/error.hpp"
+#include "sim/model/cost.hpp"
+
+using namespace cpsim;
+using namespace cpsim::model;
+
+namespace {
+
+// A machine whose costs are easy to follow: 1 TFLOP/s at every block size, 1 GB/s (1000 bytes per microsecond).
+Machine simple_machine(int ranks_per_node = 8) {
+  Machine m;
+  m.name = "simple";
+  m.ranks_per_node = ranks_per_node;
+  m.forward_tflops = m.backward_tflops = 1;
+  m.forward_half_len = m.backward_half_len = 0;
+  m.sm_count = 1;
+  m.launch_us = 0;
+  m.hbm_gbps = 1;
+  m.intra = Link{1, 2};
+  m.inter = Link{0.5, 5};
+  m.nics_per_node = ranks_per_node;
+  m.collective_base_us = 1;
+  return m;
+}
+
+Op attention(double flops) {
+  Op op;
+  op.kind = OpKind::attention;
+  op.flops = flops;
+  op.pairs = 100;
+  op.q_rows = op.k_rows = 10;
+  op.batch_heads = 1;
+  return op;
+}
+
+Op p2p(OpKind kind, int peer, std::int64_t bytes, int request, int tag = 0) {
+  Op op;
+  op.kind = kind;
+  op.peer = peer;
+  op.bytes = bytes;
+  op.request = request;
+  op.tag = tag;
+  return op;
+}
+
+Op wait(int request) {
+  Op op;
+  op.kind = OpKind::wait;
+  op.request = request;
+  return op;
+}
+
+Op all_gather(std::int64_t bytes, std::int64_t sequence = 0) {
+  Op op;
+  op.kind = OpKind::collective;
+  op.collective = Collective::all_gather;
+  op.bytes = bytes;
+  op.sequence = sequence;
+  return op;
+}
+
+Programs programs(std::vector<std::vector<Op>> ops) {
+  Programs p;
+  std::vector<int> world;
+  for (std::size_t r = 0; r < ops.size(); ++r) {
+    Program prog;
+    prog.rank = static_cast<int>(r);
+    for (const Op& op : ops[r])
+      if (op.kind == OpKind::isend || op.kind == OpKind::irecv) prog.requests = std::max(prog.requests, op.request + 1);
+    prog.ops = std::move(ops[r]);
+    p.ranks.push_back(std::move(prog));
+    world.push_back(static_cast<int>(r));
+  }
+  p.groups.push_back(world);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a transfer posted before a compute and waited after it hides behind the compute") {
+  const Machine m = simple_machine();
+  const Op work = attention(30e6);  // 30 us at 1 TFLOP/s
+  const std::int64_t bytes = 10'000;
+  const double compute = attention_us(m, work), transfer = p2p_us(m, bytes, 0, 1);
+  REQUIRE(compute > transfer);
+  const ModeledRun overlapped = simulate(
+      programs({{p2p(OpKind::isend, 1, bytes, 0), work, wait(0)}, {p2p(OpKind::irecv, 0, bytes, 0), work, wait(0)}}),
+      m);
+  CHECK(overlapped.total_us == doctest::Approx(compute));
+  const ModeledRun serial = simulate(
+      programs({{work, p2p(OpKind::isend, 1, bytes, 0), wait(0)}, {work, p2p(OpKind::irecv, 0, bytes, 0), wait(0)}}),
+      m);
+  CHECK(serial.total_us == doctest::Approx(compute + transfer));
+  CHECK(serial.ranks[0].blocked_us == doctest::Approx(transfer));
+}
+
+TEST_CASE("a receive completes only after the matching send was posted and the transfer time") {
+  const Machine m = simple_machine();
+  const Op late = attention(50e6);
+  const std::int64_t bytes = 4'000;
+  const ModeledRun run = simulate(
+      programs({{late, p2p(OpKind::isend, 1, bytes, 0), wait(0)}, {p2p(OpKind::irecv, 0, bytes, 0), wait(0)}}), m);
+  const double arrives = attention_us(m, late) + p2p_us(m, bytes, 0, 1);
+  CHECK(run.ranks[1].end_us == doctest::Approx(arrives));
+  CHECK(run.ranks[1].blocked_us == doctest::Approx(arrives));
+}
+
+TEST_CASE("a collective starts when its last member arrives and ends together on every member") {
+  const Machine m = simple_machine();
+  const std::int64_t n = 2'000;
+  const ModeledRun run = simulate(programs({{attention(10e6), all_gather(n)}, {attention(50e6), all_gather(n)}}), m);
+  const double end = attention_us(m, attention(50e6)) + collective_us(m, Collective::all_gather, {0, 1}, n);
+  CHECK(run.ranks[0].end_us == doctest::Approx(end));
+  CHECK(run.ranks[1].end_us == doctest::Approx(end));
+  CHECK(run.ranks[0].blocked_us == doctest::Approx(end - attention_us(m, attention(10e6))));
+}
+
+TEST_CASE("one port carries one message at a time: two sends from a rank arrive one after the other") {
+  const Machine m = simple_machine();
+  const std::int64_t bytes = 3'000;
+  const ModeledRun run =
+      simulate(programs({{p2p(OpKind::isend, 1, bytes, 0), p2p(OpKind::isend, 2, bytes, 1), wait(0), wait(1)},
+                         {p2p(OpKind::irecv, 0, bytes, 0), wait(0)},
+                         {p2p(OpKind::irecv, 0, bytes, 0), wait(0)}}),
+               m);
+  const double one = p2p_us(m, bytes, 0, 1), busy = one - m.intra.latency_us;
+  CHECK(run.ranks[1].end_us == doctest::Approx(one));
+  CHECK(run.ranks[2].end_us == doctest::Approx(busy + one));
+}
+
+TEST_CASE("ranks on different nodes talk at the network's rate") {
+  const Machine m = simple_machine(1);  // one rank per node
+  const std::int64_t bytes = 5'000;
+  const ModeledRun run =
+      simulate(programs({{p2p(OpKind::isend, 1, bytes, 0), wait(0)}, {p2p(OpKind::irecv, 0, bytes, 0), wait(0)}}), m);
+  CHECK(run.total_us == doctest::Approx(m.inter.latency_us + bytes / (m.inter.gbps * 1e3)));
+}
+
+TEST_CASE("a wait that nothing can complete is reported as a deadlock naming the rank") {
+  const Machine m = simple_machine();
+  try {
+    simulate(programs({{p2p(OpKind::irecv, 1, 8, 0), wait(0)}, {}}), m);
+    FAIL("no deadlock reported");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("deadlock") != std::string::npos);
+    CHECK(std::string(e.what()).find("ranks 0") != std::string::npos);
+  }
+}
+
+TEST_CASE("a receive of a different size than its send is refused") {
+  const Machine m = simple_machine();
+  CHECK_THROWS_AS(
+      simulate(programs({{p2p(OpKind::isend, 1, 8, 0), wait(0)}, {p2p(OpKind::irecv, 0, 16, 0), wait(0)}}), m), Error);
+}
+
+TEST_CASE("the modeled timeline is a trace: compute events of a rank follow one another without overlap") {
+  const Machine m = simple_machine();
+  const std::int64_t bytes = 10'000;
+  Op begin;
+  begin.kind = OpKind::begin_phase;
+  begin.name = "forward";
+  Op end = begin;
+  end.kind = OpKind::end_phase;
+  const ModeledRun run =
+      simulate(programs({{begin, p2p(OpKind::isend, 1, bytes, 0), attention(5e6), attention(7e6), wait(0), end},
+                         {begin, p2p(OpKind::irecv, 0, bytes, 0), attention(5e6), wait(0), end}}),
+               m, {.tracing = true});
+  const auto& events = run.ranks[0].trace.events();
+  double last_end = 0;
+  int computes = 0, comms = 0;
+  for (const auto& e : events) {
+    if (e.type == TraceEvent::Type::compute) {
+      CHECK(e.start_us >= last_end - 1e-9);
+      CHECK(e.phase == "forward");
+      last_end = e.start_us + e.dur_us;
+      ++computes;
+    }
+    if (e.type == TraceEvent::Type::comm) {
+      CHECK(e.name == "isend");
+      CHECK(e.bytes_sent == bytes);
+      ++comms;
+    }
+  }
+  CHECK(computes == 2);
+  CHECK(comms == 1);
+  CHECK(run.forward_us == doctest::Approx(std::max(last_end, p2p_us(m, bytes, 0, 1))));
+}

@@ -1,0 +1,146 @@
+// The counting run reports exactly what the numeric run reports: work per rank and per step, calls, messages and
+// bytes, and peak memory, for every strategy and sharding, forward and backward.
+#include "sim/model/count_run.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "sim/model/counting_device.hpp"
+#include "sim/runtime/run.hpp"
+
+using namespace cpsim;
+using namespace cpsim::model;
+
+namespace {
+
+struct Case {
+  StrategyKind strategy;
+  int ranks, a2a;
+  bool replicate;
+};
+
+RunConfig numeric_config(const Case& c, Sharding sharding, DType dtype) {
+  RunConfig cfg;
+  cfg.strategy = c.strategy;
+  cfg.backward = true;
+  cfg.timeout = std::chrono::seconds(60);
+  Problem& p = cfg.problem;
+  p.ranks = c.ranks;
+  p.sharding = sharding;
+  p.batch = 2;
+  p.seq = 40 * c.ranks;  // chunks of 20 rows: tiles of 128 straddle chunk edges in the gathered buffers
+  p.heads = 4;
+  p.kv_heads = c.replicate ? 1 : 2;
+  p.head_dim = 8;
+  p.dtype = dtype;
+  p.a2a = c.a2a;
+  p.kv_replicate = c.replicate;
+  return cfg;
+}
+
+std::string describe(const RunConfig& c) {
+  return std::string(strategy_name(c.strategy)) + " C=" + std::to_string(c.problem.ranks) +
+         " A=" + std::to_string(c.problem.a2a) + " " + std::string(sharding_name(c.problem.sharding)) + " " +
+         std::string(dtype_name(c.problem.dtype)) + (c.problem.kv_replicate ? " kv-replicate" : "");
+}
+
+void check_equal(const Recorder& counted, const Recorder& measured) {
+  const WorkCounts& a = counted.total_work();
+  const WorkCounts& b = measured.total_work();
+  CHECK(a.calls == b.calls);
+  CHECK(a.skipped_calls == b.skipped_calls);
+  CHECK(a.tiles_computed == b.tiles_computed);
+  CHECK(a.tiles_skipped == b.tiles_skipped);
+  CHECK(a.pairs == b.pairs);
+  CHECK(a.flops == b.flops);
+  REQUIRE(counted.step_work().size() == measured.step_work().size());
+  for (std::size_t i = 0; i < counted.step_work().size(); ++i) {
+    const StepWork &x = counted.step_work()[i], &y = measured.step_work()[i];
+    CHECK(x.phase == y.phase);
+    CHECK(x.step == y.step);
+    CHECK(x.work == y.work);
+  }
+  const CommCounts& c = counted.comm_counts();
+  const CommCounts& d = measured.comm_counts();
+  CHECK(c.calls == d.calls);
+  CHECK(c.bytes_sent == d.bytes_sent);
+  CHECK(c.bytes_received == d.bytes_received);
+  CHECK(c.messages_sent == d.messages_sent);
+  CHECK(c.messages_received == d.messages_received);
+  CHECK(counted.peak_bytes() == measured.peak_bytes());
+}
+
+}  // namespace
+
+TEST_CASE("a counting run reports the numeric run's work, calls, bytes and peak memory on every rank") {
+  const Case cases[] = {
+      {StrategyKind::all_gather, 4, 0, false}, {StrategyKind::ulysses, 2, 0, false},
+      {StrategyKind::ulysses, 4, 0, true},     {StrategyKind::ring, 4, 0, false},
+      {StrategyKind::ring, 3, 0, false},       {StrategyKind::hybrid, 4, 2, false},
+      {StrategyKind::hybrid, 8, 4, true},
+  };
+  for (const Case& c : cases)
+    for (Sharding sh : {Sharding::zigzag, Sharding::contiguous})
+      for (DType dt : {DType::f32, DType::f64}) {
+        const RunConfig cfg = numeric_config(c, sh, dt);
+        CAPTURE(describe(cfg));
+        const RunResult measured = run(cfg);
+        const CountResult counted = count_run(cfg.problem, cfg.strategy, {.backward = true, .slots = 2});
+        REQUIRE(counted.ranks.size() == measured.ranks.size());
+        for (std::size_t r = 0; r < counted.ranks.size(); ++r) {
+          CAPTURE(r);
+          check_equal(counted.ranks[r], measured.ranks[r].stats);
+        }
+      }
+}
+
+TEST_CASE("the program of every rank carries the work and bytes its recorder counted") {
+  Problem p;
+  p.ranks = 4;
+  p.seq = 256;
+  p.heads = 4;
+  p.kv_heads = 4;
+  p.head_dim = 8;
+  p.dtype = DType::bf16;
+  for (StrategyKind k : all_strategies()) {
+    CAPTURE(strategy_name(k));
+    p.a2a = k == StrategyKind::hybrid ? 2 : 0;
+    const CountResult res = count_run(p, k);
+    for (std::size_t r = 0; r < res.ranks.size(); ++r) {
+      double flops = 0;
+      std::int64_t pairs = 0, isend_bytes = 0, irecv_bytes = 0, collectives = 0, waits = 0, posts = 0;
+      for (const Op& op : res.programs.ranks[r].ops) {
+        if (op.kind == OpKind::attention) {
+          flops += op.flops;
+          pairs += op.pairs;
+        }
+        if (op.kind == OpKind::isend) isend_bytes += op.bytes, ++posts;
+        if (op.kind == OpKind::irecv) irecv_bytes += op.bytes, ++posts;
+        if (op.kind == OpKind::wait) ++waits;
+        if (op.kind == OpKind::collective) ++collectives;
+      }
+      const Recorder& rec = res.ranks[r];
+      CHECK(flops == rec.total_work().flops);
+      CHECK(pairs == rec.total_work().pairs);
+      CHECK(waits == posts);  // every request is completed exactly once
+      const CommCounts& c = rec.comm_counts();
+      CHECK(posts == c.count("isend") + c.count("irecv"));
+      CHECK(collectives == c.count("all_gather") + c.count("reduce_scatter") + c.count("all_to_all"));
+      if (k == StrategyKind::ring) {  // the ring moves its bytes by isend / irecv only
+        CHECK(isend_bytes == c.bytes_sent);
+        CHECK(irecv_bytes == c.bytes_received);
+      }
+    }
+  }
+}
+
+TEST_CASE("tile counts follow the tiled kernel: a causal square of 3 tiles computes 6 and skips 3") {
+  const Positions p = iota_positions(0, 3 * 128);
+  const TileCounts c = tile_counts(p, p, true, 128);
+  CHECK(c.computed == 6);
+  CHECK(c.skipped == 3);
+  const TileCounts full = tile_counts(p, p, false, 128);
+  CHECK(full.computed == 9);
+  CHECK(full.skipped == 0);
+}

@@ -1,0 +1,90 @@
+// `cpsim predict`: the seed's table by default, the same numbers as the model in --json, one-line errors.
+#include <doctest/doctest.h>
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+#include <sstream>
+
+#include "../cli/run_cli.hpp"
+#include "sim/model/predict.hpp"
+
+using namespace cpsim;
+using cpsim::test::count_lines;
+using cpsim::test::run_cli;
+
+TEST_CASE("cpsim predict prints the seed blog's table: five lengths, five strategies, times, memory, the fastest") {
+  const auto r = run_cli("predict", "predict_default");
+  REQUIRE(r.rc == 0);
+  for (const char* s :
+       {"8 ranks on h100-sxm-8", "bf16, B=1, Nq=64, Nkv=64, D=128", "Forward time (ms)", "Forward + backward time (ms)",
+        "Peak memory per GPU (GiB)", "all_gather", "ulysses", "ring", "hybrid 2x4", "hybrid 4x2", "fastest"})
+    CHECK(r.out.find(s) != std::string::npos);
+  for (const char* S : {"    16K ", "    32K ", "    64K ", "   128K ", "   256K "}) {
+    std::size_t n = 0;
+    for (auto at = r.out.find(S); at != std::string::npos; at = r.out.find(S, at + 1)) ++n;
+    CHECK(n == 5);  // one row in each of the five tables
+  }
+}
+
+TEST_CASE("cpsim predict --json carries the numbers the model computes") {
+  const auto r = run_cli("predict --seqs 16K,32K --strategies ulysses,ring,hybrid:4 --json", "predict_json");
+  REQUIRE(r.rc == 0);
+  CHECK(count_lines(r.out) == 1);
+  boost::property_tree::ptree root;
+  std::istringstream in(r.out);
+  boost::property_tree::read_json(in, root);
+
+  model::PredictSpec spec;
+  spec.problem.ranks = 8;
+  spec.problem.heads = spec.problem.kv_heads = 64;
+  spec.problem.head_dim = 128;
+  spec.problem.dtype = DType::bf16;
+  spec.seqs = {16 << 10, 32 << 10};
+  spec.strategies = {{StrategyKind::ulysses, 0}, {StrategyKind::ring, 0}, {StrategyKind::hybrid, 4}};
+  spec.machine = model::load_machine("h100-sxm-8");
+  const model::PredictTable t = model::predict(spec);
+
+  std::size_t i = 0, cells = 0;
+  for (const auto& [_, row] : root.get_child("rows")) {
+    CHECK(row.get<std::int64_t>("seq") == spec.seqs[i]);
+    const int best = model::fastest(t, i, 3, true);
+    const auto& best_choice = spec.strategies[static_cast<std::size_t>(best)];
+    CHECK(row.get<std::string>("fastest_total") == model::choice_label(best_choice, 8));
+    std::size_t j = 0;
+    for (const auto& [__, cell] : row.get_child("cells")) {
+      const model::Cell& c = t.cells[i * 3 + j];
+      CHECK(cell.get<double>("forward_ms") == doctest::Approx(c.forward_us / 1e3));
+      CHECK(cell.get<double>("total_ms") == doctest::Approx(c.total_us / 1e3));
+      CHECK(cell.get<std::int64_t>("peak_bytes") == c.peak_bytes);
+      ++j;
+      ++cells;
+    }
+    ++i;
+  }
+  CHECK(cells == 6);
+}
+
+TEST_CASE("cpsim predict refuses impossible requests with one line naming the constraint and a fix") {
+  struct Bad {
+    const char* args;
+    const char* says;
+  };
+  for (const Bad& b : {Bad{"predict --ranks 16", "--machine h100-ib"}, Bad{"predict --seq 1000", "2C"},
+                       Bad{"predict --strategies ring,warp", "use"}, Bad{"predict --machine nowhere.json", "preset"},
+                       Bad{"predict --ranks 0", "--ranks"}, Bad{"predict --seqs 16Q", "suffix"}}) {
+    CAPTURE(b.args);
+    const auto r = run_cli(b.args, "predict_bad");
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find(b.says) != std::string::npos);
+  }
+}
+
+TEST_CASE("cpsim predict --print-machine prints a preset that loads back as the same machine") {
+  const auto r = run_cli("predict --print-machine h100-ib", "predict_machine");
+  REQUIRE(r.rc == 0);
+  const model::Machine printed = model::parse_machine(r.out, "printed"), preset = model::load_machine("h100-ib");
+  CHECK(printed.inter.gbps == preset.inter.gbps);
+  CHECK(printed.sources.size() == preset.sources.size());
+}

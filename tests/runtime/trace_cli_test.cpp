@@ -1,0 +1,59 @@
+// `cpsim run --trace FILE` and `--html FILE`: the files are written, they hold the run, and bad paths are refused
+// before anything runs.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "../cli/run_cli.hpp"
+#include "json_reader.hpp"
+
+using cpsim::test::JsonReader;
+using cpsim::test::run_cli;
+using cpsim::test::slurp;
+
+namespace {
+const std::string dir = std::string(CPSIM_BINARY_DIR) + "/tests/";
+}
+
+TEST_CASE("cpsim run --trace writes a trace with every rank's events and says where") {
+  const std::string path = dir + "trace_cli.json";
+  std::filesystem::remove(path);
+  const auto r = run_cli("run --strategy ulysses --ranks 2 --seq 16 --backward --trace " + path, "trace1");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("Wrote the trace to " + path) != std::string::npos);
+  const auto t = JsonReader::parse(slurp(path));
+  int a2a[2] = {0, 0};
+  for (const auto& e : t["traceEvents"].arr)
+    if (e["name"].str == "all_to_all") ++a2a[static_cast<int>(e["pid"].num)];
+  CHECK(a2a[0] == 8);  // 4 forward + 4 backward
+  CHECK(a2a[1] == 8);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("cpsim run --html writes one page with the run and the benchmark inlined") {
+  const std::string page = dir + "trace_cli.html", bench = dir + "trace_cli_bench.json";
+  {
+    std::ofstream f(bench);
+    f << R"({"config":{"ranks":2},"results":[{"seq":16,"strategy":"ring","fwd_ms":1,"fwd_bwd_ms":2}]})";
+  }
+  const auto r = run_cli("run --strategy ring --ranks 2 --seq 16 --html " + page + " --bench-json " + bench, "trace2");
+  REQUIRE(r.rc == 0);
+  const std::string html = slurp(page);
+  CHECK(html.find("<script id=\"cpsim-trace\"") != std::string::npos);
+  CHECK(html.find("<script id=\"cpsim-bench\"") != std::string::npos);
+  CHECK(html.find("<script src=") == std::string::npos);
+  std::filesystem::remove(page);
+  std::filesystem::remove(bench);
+}
+
+TEST_CASE("a trace or page into a missing folder exits 2 before the run, with one line") {
+  for (const char* flag : {"--trace", "--html"}) {
+    const auto r = run_cli(std::string("run --ranks 2 --seq 16 ") + flag + " " + dir + "no/such/folder/x", "trace3");
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("existing folder") != std::string::npos);
+    CHECK(r.out.empty());
+  }
+  const auto b = run_cli("run --ranks 2 --seq 16 --bench-json " + dir + "x.json", "trace4");
+  CHECK(b.rc == 2);
+  CHECK(b.err.find("--html") != std::string::npos);
+}

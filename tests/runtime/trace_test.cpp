@@ -1,0 +1,227 @@
+// The trace file: per-rank event counts follow each strategy's communication pattern, the JSON parses and follows
+// the Chrome Trace Event Format, and its content agrees with the run's own counters and the layout.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "json_reader.hpp"
+#include "sim/core/error.hpp"
+#include "sim/runtime/trace.hpp"
+
+using namespace cpsim;
+using test::JsonReader;
+using test::Value;
+
+namespace {
+
+RunConfig traced(StrategyKind s, Sharding sh, int C, bool backward, Backend be = Backend::threads) {
+  RunConfig c;
+  c.strategy = s;
+  c.backend = be;
+  c.backward = backward;
+  c.tracing = true;
+  c.timeout = std::chrono::seconds(60);
+  Problem& p = c.problem;
+  p.ranks = C;
+  p.sharding = sh;
+  p.batch = 1;
+  p.seq = 16 * C;
+  p.heads = 4;
+  p.kv_heads = 4;
+  p.head_dim = 8;
+  if (s == StrategyKind::hybrid) p.a2a = 2;
+  return c;
+}
+
+struct Parsed {
+  Value root;
+  std::vector<const Value*> events;  // the complete ("X") events
+};
+
+Parsed parse(const RunResult& r) {
+  Parsed p{JsonReader::parse(trace_json(r)), {}};
+  for (const Value& e : p.root["traceEvents"].arr)
+    if (e["ph"].str == "X") p.events.push_back(&e);
+  return p;
+}
+
+// Events of one rank and lane, optionally only those named `name` and of one phase.
+int count(const Parsed& p, int rank, int lane, const std::string& name = "", const std::string& phase = "") {
+  return static_cast<int>(std::count_if(p.events.begin(), p.events.end(), [&](const Value* e) {
+    return (*e)["pid"].num == rank && (*e)["tid"].num == lane && (name.empty() || (*e)["name"].str == name) &&
+           (phase.empty() || (*e)["args"]["phase"].str == phase);
+  }));
+}
+
+}  // namespace
+
+TEST_CASE("a ring forward trace has C-1 isends, C-1 irecvs and a wait for each on every rank") {
+  for (int C : {2, 4}) {
+    const Parsed p = parse(run(traced(StrategyKind::ring, Sharding::zigzag, C, false)));
+    for (int r = 0; r < C; ++r) {
+      CAPTURE(C);
+      CAPTURE(r);
+      CHECK(count(p, r, kLaneComm, "isend") == C - 1);
+      CHECK(count(p, r, kLaneComm, "irecv") == C - 1);
+      CHECK(count(p, r, kLaneComm) == 2 * (C - 1));
+      CHECK(count(p, r, kLaneIdle) == 2 * (C - 1));
+      CHECK(count(p, r, kLaneCompute) == C);               // one block per step (contiguous skips are recorded too)
+      CHECK(count(p, r, kLaneSteps, "forward step 0") == 1);
+      CHECK(count(p, r, kLaneSteps, "forward") == 1);      // the phase slice
+    }
+  }
+}
+
+TEST_CASE("a ring backward trace adds C-1 K/V and C-1 dK/dV exchanges per rank") {
+  const int C = 4;
+  const Parsed p = parse(run(traced(StrategyKind::ring, Sharding::contiguous, C, true)));
+  for (int r = 0; r < C; ++r) {
+    CHECK(count(p, r, kLaneComm, "isend", "forward") == C - 1);
+    CHECK(count(p, r, kLaneComm, "isend", "backward") == 2 * (C - 1));
+    CHECK(count(p, r, kLaneComm, "irecv", "backward") == 2 * (C - 1));
+    CHECK(count(p, r, kLaneCompute, "attention_backward", "backward") == C);
+  }
+}
+
+TEST_CASE("a ulysses trace has 4 all-to-alls forward and 4 backward on every rank") {
+  const Parsed p = parse(run(traced(StrategyKind::ulysses, Sharding::zigzag, 4, true)));
+  for (int r = 0; r < 4; ++r) {
+    CHECK(count(p, r, kLaneComm, "all_to_all", "forward") == 4);
+    CHECK(count(p, r, kLaneComm, "all_to_all", "backward") == 4);
+    CHECK(count(p, r, kLaneComm, "isend") == 0);
+    CHECK(count(p, r, kLaneIdle, "wait all_to_all") == 8);  // a blocking collective is idle time too
+  }
+}
+
+TEST_CASE("an all-gather trace has 2 all-gathers forward, 2 all-gathers and 2 reduce-scatters backward") {
+  const Parsed p = parse(run(traced(StrategyKind::all_gather, Sharding::zigzag, 4, true)));
+  for (int r = 0; r < 4; ++r) {
+    CHECK(count(p, r, kLaneComm, "all_gather", "forward") == 2);
+    CHECK(count(p, r, kLaneComm, "all_gather", "backward") == 2);
+    CHECK(count(p, r, kLaneComm, "reduce_scatter", "backward") == 2);
+    CHECK(count(p, r, kLaneCompute, "attention_forward") == 2);  // one call per local zigzag chunk
+  }
+}
+
+TEST_CASE("a hybrid trace has 4 all-to-alls in its group and R-1 ring isends forward") {
+  const Parsed p = parse(run(traced(StrategyKind::hybrid, Sharding::zigzag, 8, false)));
+  for (int r = 0; r < 8; ++r) {
+    CHECK(count(p, r, kLaneComm, "all_to_all", "forward") == 4);
+    CHECK(count(p, r, kLaneComm, "isend", "forward") == 8 / 2 - 1);
+  }
+}
+
+TEST_CASE("every trace event has the fields of the Chrome trace event format") {
+  const RunResult r = run(traced(StrategyKind::hybrid, Sharding::zigzag, 4, true));
+  const Value root = JsonReader::parse(trace_json(r));
+  CHECK(root["displayTimeUnit"].str == "ms");
+  int complete = 0, names = 0;
+  for (const Value& e : root["traceEvents"].arr) {
+    REQUIRE(e["name"].is_string());
+    REQUIRE(e["pid"].is_number());
+    const std::string& ph = e["ph"].str;
+    CHECK((ph == "X" || ph == "M"));
+    CHECK(e["args"].type == Value::Type::object);
+    if (ph == "X") {
+      ++complete;
+      CHECK(e["tid"].num >= 0);
+      CHECK(e["tid"].num <= 3);
+      CHECK(e["ts"].num >= 0);
+      CHECK(e["dur"].num >= 0);
+      CHECK(e["cat"].is_string());
+    } else if (e["name"].str == "process_name" || e["name"].str == "thread_name") {
+      ++names;
+      CHECK(e["args"]["name"].is_string());
+    }
+  }
+  CHECK(complete > 0);
+  CHECK(names == 4 * (1 + 4));  // a process name per rank and a name per lane
+}
+
+TEST_CASE("compute events carry spans, kind and pairs that add up to the recorder's work") {
+  const RunResult r = run(traced(StrategyKind::ring, Sharding::zigzag, 4, false));
+  const Parsed p = parse(r);
+  const Problem& pr = r.config.problem;
+  std::int64_t all = 0;
+  for (const RankReport& rk : r.ranks) {
+    std::int64_t pairs = 0;
+    for (const Value* e : p.events) {
+      if ((*e)["pid"].num != rk.rank || (*e)["tid"].num != kLaneCompute) continue;
+      const Value& a = (*e)["args"];
+      CHECK(!a["q"].arr.empty());
+      CHECK(!a["k"].arr.empty());
+      CHECK(a["kind"].is_string());
+      pairs += static_cast<std::int64_t>(a["pairs"].num);
+    }
+    CHECK(pairs == rk.stats.total_work().pairs);
+    all += pairs;
+  }
+  CHECK(all == pr.batch * pr.heads * pr.seq * (pr.seq + 1) / 2);  // the causal triangle, once
+}
+
+TEST_CASE("step slices lie inside their phase and end where the next step starts") {
+  const Parsed p = parse(run(traced(StrategyKind::ring, Sharding::zigzag, 4, true)));
+  for (int r = 0; r < 4; ++r) {
+    for (const std::string phase : {"forward", "backward"}) {
+      const Value* ph = nullptr;
+      std::vector<const Value*> steps;
+      for (const Value* e : p.events)
+        if ((*e)["pid"].num == r && (*e)["tid"].num == kLaneSteps && (*e)["args"]["phase"].str == phase) {
+          if ((*e)["cat"].str == "phase")
+            ph = e;
+          else
+            steps.push_back(e);
+        }
+      REQUIRE(ph != nullptr);
+      REQUIRE(steps.size() == 4);
+      const double lo = (*ph)["ts"].num, hi = lo + (*ph)["dur"].num;
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        const double s = (*steps[i])["ts"].num, end = s + (*steps[i])["dur"].num;
+        CHECK((*steps[i])["args"]["step"].num == static_cast<double>(i));
+        CHECK(s >= lo);
+        CHECK(end <= hi + 0.002);  // times are written to the nanosecond
+        if (i + 1 < steps.size()) CHECK(end == doctest::Approx((*steps[i + 1])["ts"].num).epsilon(1e-9));
+      }
+    }
+  }
+}
+
+TEST_CASE("the trace's metadata holds the config, each rank's spans and stats matching its events") {
+  const RunResult r = run(traced(StrategyKind::ring, Sharding::zigzag, 4, true));
+  const Parsed p = parse(r);
+  const Value& other = p.root["otherData"];
+  CHECK(other["generator"].str == "cpsim");
+  CHECK(other["format_version"].num == kTraceFormatVersion);
+  const Value& run_meta = other["run"];
+  CHECK(run_meta["config"]["strategy"].str == "ring");
+  CHECK(run_meta["config"]["ranks"].num == 4);
+  CHECK(run_meta["config"]["sharding"].str == "zigzag");
+  for (const RankReport& rk : r.ranks) {
+    const Value& m = run_meta["ranks"][static_cast<std::size_t>(rk.rank)];
+    REQUIRE(m["positions"].arr.size() == rk.spans.size());
+    for (std::size_t i = 0; i < rk.spans.size(); ++i) {
+      CHECK(m["positions"][i][0].num == rk.spans[i].lo);
+      CHECK(m["positions"][i][1].num == rk.spans[i].hi);
+    }
+    double sent = 0;
+    for (const Value* e : p.events)
+      if ((*e)["pid"].num == rk.rank && (*e)["tid"].num == kLaneComm) sent += (*e)["args"]["bytes_sent"].num;
+    CHECK(m["bytes_sent"].num == sent);
+    CHECK(m["peak_bytes"].num == rk.stats.peak_bytes());
+    CHECK(m["peak_bytes"].num > 0);
+  }
+}
+
+TEST_CASE("a processes-backend trace has the same events per rank as a threads trace") {
+  const Parsed t = parse(run(traced(StrategyKind::ring, Sharding::zigzag, 2, true)));
+  const Parsed p = parse(run(traced(StrategyKind::ring, Sharding::zigzag, 2, true, Backend::processes)));
+  for (int r = 0; r < 2; ++r)
+    for (int lane = 0; lane < 4; ++lane) CHECK(count(t, r, lane) == count(p, r, lane));
+}
+
+TEST_CASE("a run that was not traced cannot be written as a trace") {
+  RunConfig c = traced(StrategyKind::ring, Sharding::zigzag, 2, false);
+  c.tracing = false;
+  const RunResult r = run(c);
+  CHECK_THROWS_AS(trace_json(r), UsageError);
+}
