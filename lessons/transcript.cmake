@@ -22,8 +22,9 @@ if(UPDATE)
   return()
 endif()
 file(WRITE ${ACTUAL} "${out}")
-execute_process(COMMAND diff -u ${EXPECTED} ${ACTUAL} OUTPUT_VARIABLE diff RESULT_VARIABLE drc)
+# diff prints straight to the test's output, unwrapped.
+execute_process(COMMAND diff -u ${EXPECTED} ${ACTUAL} RESULT_VARIABLE drc)
 if(NOT drc EQUAL 0)
-  message(FATAL_ERROR "the transcript differs from ${EXPECTED} (- expected, + actual); if the change is "
-                      "intended, rebuild the golden with the target update-lesson-goldens:\n${diff}")
+  message(FATAL_ERROR "the transcript above differs from ${EXPECTED} (- expected, + actual); if the change is "
+                      "intended, rebuild the golden with the target update-lesson-goldens")
 endif()

@@ -125,7 +125,8 @@ std::vector<RankRun> run_case(const Case& c, const GlobalTensors& in, double sca
 
 std::string hint_for_row(const Case& c, std::int64_t row, std::int64_t t) {
   if (c.sharpen != 1)
-    return "the scores are " + num(c.sharpen) + " times sharper here: pass `scale` to every attention_forward "
+    return "the scores are " + num(c.sharpen) +
+           " times sharper here: pass `scale` to every attention_forward "
            "and combine partials only with dev.merge, which works in log space";
   if (c.C == 1) return "with one rank, step 0 alone is causal attention of the rank's rows against its own keys";
   if (row < t)
@@ -216,8 +217,9 @@ std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& r
     if (cc.bytes_sent != (c.C - 1) * kv_bytes)
       return Failure{who + ", bytes sent", std::to_string((c.C - 1) * kv_bytes) + " (C-1 K/V blocks)",
                      std::to_string(cc.bytes_sent),
-                     "send the K and V you hold (" + std::to_string(kv_bytes) + " bytes) once per step except the "
-                     "last: C-1 times in all"};
+                     "send the K and V you hold (" + std::to_string(kv_bytes) +
+                         " bytes) once per step except the "
+                         "last: C-1 times in all"};
   }
   const std::int64_t causal = bh * c.S * (c.S + 1) / 2;
   if (total != causal)
@@ -255,8 +257,8 @@ std::optional<Failure> judge_case(const Case& c) {
 
 int main() {
   std::cout << "Judging zigzag_ring: " << CPSIM_JUDGED_FILE << "\n";
-  const std::vector<Case> cases{{1, 8, 1, 2, 2, 4, 1},  {2, 8, 1, 2, 2, 4, 1},   {4, 16, 1, 2, 2, 4, 1},
-                                {3, 24, 1, 1, 1, 4, 1}, {4, 32, 2, 4, 2, 8, 1},  {4, 16, 1, 2, 2, 4, 30},
+  const std::vector<Case> cases{{1, 8, 1, 2, 2, 4, 1},  {2, 8, 1, 2, 2, 4, 1},  {4, 16, 1, 2, 2, 4, 1},
+                                {3, 24, 1, 1, 1, 4, 1}, {4, 32, 2, 4, 2, 8, 1}, {4, 16, 1, 2, 2, 4, 30},
                                 {8, 32, 1, 1, 1, 4, 1}};
   int passed = 0;
   const int checks = 1 + static_cast<int>(cases.size());
@@ -270,8 +272,8 @@ int main() {
               << "        " << f->what << "\n"
               << "        expected " << f->expected << "\n"
               << "        actual   " << f->actual << "\n"
-              << lesson::wrap("hint: " + f->hint, 78, "        ")
-              << passed << " of " << checks << " checks passed; fix the first failure and judge again.\n";
+              << lesson::wrap("hint: " + f->hint, 78, "        ") << passed << " of " << checks
+              << " checks passed; fix the first failure and judge again.\n";
     return false;
   };
   if (!report("chunk order, C = 1, 2, 3, 4, 8", check_chunks())) return 1;

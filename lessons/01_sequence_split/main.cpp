@@ -48,8 +48,8 @@ std::vector<double> per_token_block(const std::vector<double>& x, std::int64_t H
   return y;
 }
 
-double max_diff_on_rows(const std::vector<double>& got, const std::vector<double>& want, const SeqLayout& L,
-                        int rank, std::int64_t row_elems) {
+double max_diff_on_rows(const std::vector<double>& got, const std::vector<double>& want, const SeqLayout& L, int rank,
+                        std::int64_t row_elems) {
   double e = 0;
   for (const Span& sp : L.spans(rank))
     for (std::int64_t i = sp.lo * row_elems; i < sp.hi * row_elems; ++i)
@@ -71,8 +71,9 @@ int run_lesson(int argc, char** argv) {
   p.heads = p.kv_heads = 2;
   p.head_dim = 8;
   p.sharding = Sharding::contiguous;
-  if (!lesson::parse_options(argc, argv, "Lesson 1: what splits along the sequence", lesson::kRanks | lesson::kSeq |
-                                 lesson::kHeads | lesson::kHeadDim | lesson::kSharding | lesson::kBackend | lesson::kStep,
+  if (!lesson::parse_options(argc, argv, "Lesson 1: what splits along the sequence",
+                             lesson::kRanks | lesson::kSeq | lesson::kHeads | lesson::kHeadDim | lesson::kSharding |
+                                 lesson::kBackend | lesson::kStep,
                              o))
     return 0;
   p.kv_heads = p.heads;
@@ -81,13 +82,14 @@ int run_lesson(int argc, char** argv) {
   const std::int64_t H = p.heads * p.head_dim;
 
   lesson::title("Lesson 1: what splits along the sequence, and what does not");
-  lesson::say("A Transformer layer is mostly per-token work: normalisation, projections, the MLP, the loss. "
-              "Context parallelism cuts the sequence into shards, one per rank. Which of these computations "
-              "can each rank do alone on its shard?");
+  lesson::say(
+      "A Transformer layer is mostly per-token work: normalisation, projections, the MLP, the loss. "
+      "Context parallelism cuts the sequence into shards, one per rank. Which of these computations "
+      "can each rank do alone on its shard?");
 
   lesson::banner(1, "cut the sequence");
-  std::cout << "S=" << p.seq << " tokens, hidden size H=" << H << ", " << sharding_name(p.sharding) << " sharding over C="
-            << p.ranks << " ranks:\n";
+  std::cout << "S=" << p.seq << " tokens, hidden size H=" << H << ", " << sharding_name(p.sharding)
+            << " sharding over C=" << p.ranks << " ranks:\n";
   for (int r = 0; r < p.ranks; ++r) {
     std::string pos;
     for (const Span& sp : L.spans(r))
@@ -97,8 +99,9 @@ int run_lesson(int argc, char** argv) {
   std::cout << "\n";
 
   lesson::banner(2, "a per-token block on each rank, alone");
-  lesson::say("Each rank applies y = x + W2 relu(W1 rmsnorm(x)) to its own rows. Every output row depends only "
-              "on the same input row, so nothing needs to move.");
+  lesson::say(
+      "Each rank applies y = x + W2 relu(W1 rmsnorm(x)) to its own rows. Every output row depends only "
+      "on the same input row, so nothing needs to move.");
   const auto x = normals(7, kStreamX, static_cast<std::size_t>(p.seq * H));
   const auto whole = per_token_block(x, H);
   LaunchOptions lo;
@@ -129,9 +132,10 @@ int run_lesson(int argc, char** argv) {
   std::cout << "\n";
 
   lesson::banner(3, "causal attention on each rank, alone");
-  lesson::say("Attention is different: the query at position i reads the keys and values of every position "
-              "j <= i. Let each rank attend with only the keys it holds, and compare with attention over the "
-              "whole sequence.");
+  lesson::say(
+      "Attention is different: the query at position i reads the keys and values of every position "
+      "j <= i. Let each rank attend with only the keys it holds, and compare with attention over the "
+      "whole sequence.");
   RunConfig cfg = o.config;
   const GlobalTensors in = make_inputs(cfg);
   const AttentionShape shape{1, p.seq, p.seq, p.heads, p.kv_heads, p.head_dim};
@@ -155,9 +159,10 @@ int run_lesson(int argc, char** argv) {
     lesson::expect((err < 1e-12) == (needed == s), "a rank alone is right exactly when it holds every key it needs");
   }
   std::cout << "\n";
-  lesson::say("Only a rank whose queries need no key from elsewhere gets the right answer alone. Attention is "
-              "the one operation that must communicate; every context-parallel strategy is a way of bringing "
-              "each query the keys and values it needs.");
+  lesson::say(
+      "Only a rank whose queries need no key from elsewhere gets the right answer alone. Attention is "
+      "the one operation that must communicate; every context-parallel strategy is a way of bringing "
+      "each query the keys and values it needs.");
 
   lesson::banner(4, "the same attention with communication (K/V all-gather)");
   cfg.strategy = StrategyKind::all_gather;
@@ -167,8 +172,8 @@ int run_lesson(int argc, char** argv) {
               << " of K and V from the other ranks\n";
   std::cout << "\nPer-token block on shards, against the whole sequence:\n";
   for (const auto& oc : outcomes)
-    std::cout << "rank " << oc.rank << ": " << (max_diff_on_rows(pieced, whole, L, oc.rank, H) == 0 ? "CORRECT" : "ERROR")
-              << "\n";
+    std::cout << "rank " << oc.rank << ": "
+              << (max_diff_on_rows(pieced, whole, L, oc.rank, H) == 0 ? "CORRECT" : "ERROR") << "\n";
   std::cout << "Attention with the all-gather, against the single-process reference:\n";
   return lesson::verdicts(r) ? 0 : 1;
 }

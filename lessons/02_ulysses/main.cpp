@@ -67,7 +67,8 @@ std::vector<Exchanged> exchange_tags(const Problem& p, Backend backend) {
 }
 
 // Rows: chunks of t positions; columns: heads; cell: the rank holding that (chunk, head).
-void draw_holders(const SeqLayout& L, std::int64_t heads, const std::map<std::pair<std::int64_t, std::int64_t>, int>& who) {
+void draw_holders(const SeqLayout& L, std::int64_t heads,
+                  const std::map<std::pair<std::int64_t, std::int64_t>, int>& who) {
   const std::int64_t t = L.chunk_len();
   std::string header = "         ";
   for (std::int64_t h = 0; h < heads; ++h) header += lesson::pad("h" + std::to_string(h), 4);
@@ -115,9 +116,10 @@ int run_lesson(int argc, char** argv) {
   const int C = p.ranks;
 
   lesson::title("Lesson 2: Ulysses, an all-to-all from sequence sharding to head sharding");
-  lesson::say("Attention heads never look at each other. Ulysses uses that: one all-to-all turns 'a slice of "
-              "the sequence, every head' into 'the whole sequence, a slice of the heads'; each rank then runs "
-              "ordinary causal attention for its heads, and a second all-to-all turns the output back.");
+  lesson::say(
+      "Attention heads never look at each other. Ulysses uses that: one all-to-all turns 'a slice of "
+      "the sequence, every head' into 'the whole sequence, a slice of the heads'; each rank then runs "
+      "ordinary causal attention for its heads, and a second all-to-all turns the output back.");
 
   lesson::banner(1, "who holds what before the all-to-all");
   const auto ex = exchange_tags(p, o.config.backend);
@@ -135,7 +137,8 @@ int run_lesson(int argc, char** argv) {
   lesson::banner(2, "who holds what after the all-to-all");
   draw_holders(L, p.heads, after);
   lesson::say("The same numbers, moved: each rank now holds every position for " + std::to_string(p.heads / C) +
-              " of the " + std::to_string(p.heads) + " heads. The all-to-all transposed the distributed "
+              " of the " + std::to_string(p.heads) +
+              " heads. The all-to-all transposed the distributed "
               "dimension from the sequence to the heads.");
   std::cout << "Shapes on each rank, [B, S, N, D] (measured from the buffers):\n";
   for (int r = 0; r < C; ++r) {
@@ -148,23 +151,28 @@ int run_lesson(int argc, char** argv) {
   lesson::banner(3, "the ulysses strategy: four all-to-alls forward");
   const RunResult r = lesson::run_and_step(o.config, o);
   const std::int64_t s = L.local_len(), word = 8;
-  const std::int64_t q_bytes = p.batch * s * p.heads * p.head_dim * word, kv_bytes = p.batch * s * p.kv_heads * p.head_dim * word;
+  const std::int64_t q_bytes = p.batch * s * p.heads * p.head_dim * word,
+                     kv_bytes = p.batch * s * p.kv_heads * p.head_dim * word;
   const std::int64_t want = (2 * q_bytes + 2 * kv_bytes) * (C - 1) / C;
   std::cout << "  rank  calls            bytes sent  (C-1)/C x (q + k + v + out)\n";
   for (const RankReport& rk : r.ranks) {
     const auto& cc = rk.stats.comm_counts();
     lesson::expect(cc.count("all_to_all") == 4 && cc.bytes_sent == want, "4 all-to-alls, each (C-1)/C of its tensor");
-    std::cout << "  " << lesson::pad(std::to_string(rk.rank), 6) << lesson::pad("all_to_all " + std::to_string(cc.count("all_to_all")), 17)
+    std::cout << "  " << lesson::pad(std::to_string(rk.rank), 6)
+              << lesson::pad("all_to_all " + std::to_string(cc.count("all_to_all")), 17)
               << lesson::pad(lesson::bytes(cc.bytes_sent), 12) << lesson::bytes(want) << "\n";
   }
   std::cout << "\n";
-  lesson::say("The steps were: A2A q, k, v (step 0), attention over all " + std::to_string(p.seq) +
-              " positions for " + std::to_string(p.heads / C) + " heads (step 1), A2A out (step 2). The "
+  lesson::say("The steps were: A2A q, k, v (step 0), attention over all " + std::to_string(p.seq) + " positions for " +
+              std::to_string(p.heads / C) +
+              " heads (step 1), A2A out (step 2). The "
               "attention itself is an ordinary kernel call; run with --step to watch it.");
 
   lesson::banner(4, "the limit: the degree must divide the heads");
-  lesson::say("Each rank must receive whole heads, so C must divide Nq (and Nkv: lesson 9). Here is what "
-              "cpsim says for two degrees the " + std::to_string(p.heads) + " heads cannot support:");
+  lesson::say(
+      "Each rank must receive whole heads, so C must divide Nq (and Nkv: lesson 9). Here is what "
+      "cpsim says for two degrees the " +
+      std::to_string(p.heads) + " heads cannot support:");
   int bad = 2;
   while (p.heads % bad == 0) ++bad;
   show_refusal(p, bad);

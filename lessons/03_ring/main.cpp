@@ -32,9 +32,10 @@ int run_lesson(int argc, char** argv) {
   const int C = p.ranks;
 
   lesson::title("Lesson 3: ring attention over contiguous chunks");
-  lesson::say("Ring attention leaves the heads alone. Each rank keeps its queries; the key/value blocks travel "
-              "around a ring, rank r sending to r+1 and receiving from r-1. After C steps every query block has "
-              "met every K/V block, and the partial results are merged by their log-sum-exp (lesson 4).");
+  lesson::say(
+      "Ring attention leaves the heads alone. Each rank keeps its queries; the key/value blocks travel "
+      "around a ring, rank r sending to r+1 and receiving from r-1. After C steps every query block has "
+      "met every K/V block, and the partial results are merged by their log-sum-exp (lesson 4).");
 
   lesson::banner(1, "contiguous shards and the ring");
   for (int r = 0; r < C; ++r)
@@ -63,8 +64,9 @@ int run_lesson(int argc, char** argv) {
   if (!o.step)
     for (const StepFrame& f : frames)
       if (f.phase == "forward") std::cout << format_frame(f, r) << "\n";
-  lesson::say("A K/V block that starts after a rank's last query is invisible to all of its queries "
-              "(causal mask), so that rank skips it: it computes nothing and waits for the next block.");
+  lesson::say(
+      "A K/V block that starts after a rank's last query is invisible to all of its queries "
+      "(causal mask), so that rank skips it: it computes nothing and waits for the next block.");
 
   lesson::banner(3, "blocks computed per rank, from the Recorder");
   std::vector<std::int64_t> blocks, pairs;
@@ -78,9 +80,10 @@ int run_lesson(int argc, char** argv) {
   std::cout << "  visible pairs per rank:    " << lesson::list(pairs) << "  (x heads x batch)\n\n";
 
   lesson::banner(4, "why the slowest rank sets the pace");
-  lesson::say("A ring step ends with an exchange: rank r cannot start step i+1 before rank r-1 has sent the "
-              "block it needs, and so on around the ring. Every step therefore lasts as long as its busiest "
-              "rank's block. Summing, per step, the largest work of any rank:");
+  lesson::say(
+      "A ring step ends with an exchange: rank r cannot start step i+1 before rank r-1 has sent the "
+      "block it needs, and so on around the ring. Every step therefore lasts as long as its busiest "
+      "rank's block. Summing, per step, the largest work of any rank:");
   std::int64_t critical = 0;
   for (int i = 0; i < C; ++i) {
     std::int64_t most = 0;

@@ -83,17 +83,19 @@ int run_lesson(int argc, char** argv) {
   p.seq = 16;
   p.heads = p.kv_heads = 2;
   p.head_dim = 8;
-  if (!lesson::parse_options(argc, argv, "Lesson 4: the LSE merge", lesson::kShape | lesson::kSharding | lesson::kStep, o))
+  if (!lesson::parse_options(argc, argv, "Lesson 4: the LSE merge", lesson::kShape | lesson::kSharding | lesson::kStep,
+                             o))
     return 0;
   o.config.strategy = StrategyKind::ring;
   validate(p, StrategyKind::ring);
 
   lesson::title("Lesson 4: merging partial attention by its log-sum-exp");
-  lesson::say("A ring step gives each query the attention over one block of keys only: an output normalised "
-              "within that block, and the block's log-sum-exp lse = log(sum_j exp(s_j)), the log of its total "
-              "softmax weight. Two such partials merge exactly:\n"
-              "  lse = logaddexp(lse_a, lse_b) = log(exp(lse_a) + exp(lse_b))\n"
-              "  out = exp(lse_a - lse) out_a + exp(lse_b - lse) out_b");
+  lesson::say(
+      "A ring step gives each query the attention over one block of keys only: an output normalised "
+      "within that block, and the block's log-sum-exp lse = log(sum_j exp(s_j)), the log of its total "
+      "softmax weight. Two such partials merge exactly:\n"
+      "  lse = logaddexp(lse_a, lse_b) = log(exp(lse_a) + exp(lse_b))\n"
+      "  out = exp(lse_a - lse) out_a + exp(lse_b - lse) out_b");
 
   lesson::banner(1, "a worked example: one query, four keys");
   const std::vector<double> s{1.0, 2.0, 0.5, 3.0}, v{10, 20, 30, 40};
@@ -125,12 +127,14 @@ int run_lesson(int argc, char** argv) {
   lesson::expect(std::abs(wa + wb - 1) < 1e-12, "the scale factors sum to 1");
   lesson::expect(std::abs(m.out - whole.out) < 1e-12 && std::abs(m.lse - whole.lse) < 1e-12,
                  "the merged partials equal attention over all keys");
-  lesson::say("The scales are each block's share of the total softmax weight, so they sum to 1: block b holds "
-              "the strongest match (s = 3) and gets the larger share.");
+  lesson::say(
+      "The scales are each block's share of the total softmax weight, so they sum to 1: block b holds "
+      "the strongest match (s = 3) and gets the larger share.");
 
   lesson::banner(3, "a block with no visible key: lse = -inf");
-  lesson::say("Under a causal mask a block can hold only keys later than the query. Its attention is empty: "
-              "out = 0, lse = log(0) = -inf. Merging it must leave the other partial unchanged.");
+  lesson::say(
+      "Under a causal mask a block can hold only keys later than the query. Its attention is empty: "
+      "out = 0, lse = log(0) = -inf. Merging it must leave the other partial unchanged.");
   const Partial none = dev.attend(2, 2, /*q_pos=*/1);  // keys at positions 2, 3; the query at position 1
   const Partial m1 = dev.merge(a, none), m2 = dev.merge(none, none);
   std::cout << "  empty block:           out " << num(none.out) << ", lse " << num(none.lse) << "\n";

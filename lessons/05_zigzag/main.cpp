@@ -46,9 +46,10 @@ int run_lesson(int argc, char** argv) {
   const std::int64_t t = Z.chunk_len(), BN = p.batch * p.heads;
 
   lesson::title("Lesson 5: zigzag sharding, the same work for every rank at every step");
-  lesson::say("Cut the sequence into 2C chunks. Under the causal mask a query chunk c sees c whole key chunks "
-              "and half of its own (the diagonal block): c + 1/2 blocks of work. Contiguous sharding gives rank r "
-              "chunks 2r and 2r+1; zigzag gives it chunk r and chunk 2C-1-r, one early and one late.");
+  lesson::say(
+      "Cut the sequence into 2C chunks. Under the causal mask a query chunk c sees c whole key chunks "
+      "and half of its own (the diagonal block): c + 1/2 blocks of work. Contiguous sharding gives rank r "
+      "chunks 2r and 2r+1; zigzag gives it chunk r and chunk 2C-1-r, one early and one late.");
 
   lesson::banner(1, "the balance, computed from the positions");
   const auto kb = chunk_blocks(K), zb = chunk_blocks(Z);
@@ -57,16 +58,18 @@ int run_lesson(int argc, char** argv) {
             << "  zigzag:     chunks per rank " << chunk_list(Z) << "\n"
             << "              blocks per rank " << lesson::list(zb) << ", max/mean " << two(imbalance(zb)) << "\n\n";
   lesson::expect(imbalance(zb) == 1.0, "zigzag is balanced");
-  lesson::say("Rank r's two chunks cost r + 1/2 and (2C-1-r) + 1/2: always 2C blocks together. The causal grid "
-              "(rows: query chunks, columns: key chunks; cell: the rank that owns the query chunk):");
+  lesson::say(
+      "Rank r's two chunks cost r + 1/2 and (2C-1-r) + 1/2: always 2C blocks together. The causal grid "
+      "(rows: query chunks, columns: key chunks; cell: the rank that owns the query chunk):");
   std::cout << lesson::indent(draw_grid(owner_grid(Z)), "  ") << "\n";
 
   lesson::banner(2, "the zigzag ring, step by step");
-  lesson::say("At step i rank r holds the K/V of owner o = r - i (mod C). Its local query halves are h0 = chunk "
-              "r and h1 = chunk 2C-1-r. The rule for what to compute:\n"
-              "  step 0 (o = r): diagonal, Q[h0,h1] x KV[h0,h1], causal mask\n"
-              "  o < r: lower, Q[h0,h1] x KV[h0 of o] (both see o's early chunk only)\n"
-              "  o > r: upper, Q[h1] x KV[h0,h1 of o] (only the late half sees o)");
+  lesson::say(
+      "At step i rank r holds the K/V of owner o = r - i (mod C). Its local query halves are h0 = chunk "
+      "r and h1 = chunk 2C-1-r. The rule for what to compute:\n"
+      "  step 0 (o = r): diagonal, Q[h0,h1] x KV[h0,h1], causal mask\n"
+      "  o < r: lower, Q[h0,h1] x KV[h0 of o] (both see o's early chunk only)\n"
+      "  o > r: upper, Q[h1] x KV[h0,h1 of o] (only the late half sees o)");
   const RunResult r = lesson::run_and_step(o.config, o);
   const auto frames = step_frames(r);
   if (!o.step)
@@ -102,10 +105,11 @@ int run_lesson(int argc, char** argv) {
   for (const RankReport& rk : r.ranks) total += rk.stats.total_work().pairs;
   lesson::expect(total == BN * p.seq * (p.seq + 1) / 2, "the ranks together cover S(S+1)/2 pairs per head");
   std::cout << "\n";
-  lesson::say("Step 0 costs 2t^2 + t pairs per head (one full block and two triangles with their diagonals), "
-              "every later step 2t^2 (two full t x t blocks), on every rank: nobody waits for anybody. Over the "
-              "C steps the ranks together cover the causal S(S+1)/2 = " + std::to_string(p.seq * (p.seq + 1) / 2) +
-              " pairs per head.");
+  lesson::say(
+      "Step 0 costs 2t^2 + t pairs per head (one full block and two triangles with their diagonals), "
+      "every later step 2t^2 (two full t x t blocks), on every rank: nobody waits for anybody. Over the "
+      "C steps the ranks together cover the causal S(S+1)/2 = " +
+      std::to_string(p.seq * (p.seq + 1) / 2) + " pairs per head.");
   std::cout << "Zigzag ring, " << C << " ranks, against the single-process reference:\n";
   return lesson::verdicts(r) ? 0 : 1;
 }

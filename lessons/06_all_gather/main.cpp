@@ -34,7 +34,8 @@ int run_lesson(int argc, char** argv) {
   p.seq = 32;
   p.heads = p.kv_heads = 2;
   p.head_dim = 8;
-  if (!lesson::parse_options(argc, argv, "Lesson 6: K/V all-gather", lesson::kShape | lesson::kSharding | lesson::kStep, o))
+  if (!lesson::parse_options(argc, argv, "Lesson 6: K/V all-gather", lesson::kShape | lesson::kSharding | lesson::kStep,
+                             o))
     return 0;
   o.config.strategy = StrategyKind::all_gather;
   o.config.backward = true;
@@ -47,9 +48,10 @@ int run_lesson(int argc, char** argv) {
   const std::int64_t t = L.chunk_len();
 
   lesson::title("Lesson 6: K/V all-gather");
-  lesson::say("Each rank keeps its queries and gathers the keys and values of every rank, then computes "
-              "ordinary attention for its own queries against the whole sequence. Simple, but every rank "
-              "holds the full-length K and V.");
+  lesson::say(
+      "Each rank keeps its queries and gathers the keys and values of every rank, then computes "
+      "ordinary attention for its own queries against the whole sequence. Simple, but every rank "
+      "holds the full-length K and V.");
 
   lesson::banner(1, "rank order is not sequence order");
   const auto r2s = L.rank_to_seq();
@@ -69,8 +71,9 @@ int run_lesson(int argc, char** argv) {
   const RunResult r = lesson::run_and_step(o.config, o);
   for (const StepFrame& f : step_frames(r))
     if (f.phase == "forward" && f.step == 1 && !o.step) std::cout << format_frame(f, r) << "\n";
-  lesson::say("A query chunk c needs keys 0 .. c only, so it is computed against the prefix that ends with it: "
-              "the mask's diagonal lands on the prefix's last chunk, the result is final, and no merge is needed.");
+  lesson::say(
+      "A query chunk c needs keys 0 .. c only, so it is computed against the prefix that ends with it: "
+      "the mask's diagonal lands on the prefix's last chunk, the result is final, and no merge is needed.");
 
   lesson::banner(3, "the memory cost, from the Recorder");
   const std::int64_t full_kv = 2 * p.batch * p.seq * p.kv_heads * p.head_dim * 8;
@@ -81,13 +84,15 @@ int run_lesson(int argc, char** argv) {
     std::cout << "  " << lesson::pad(std::to_string(rk.rank), 6) << lesson::bytes(rk.stats.peak_bytes()) << "\n";
   }
   std::cout << "\n";
-  lesson::say("The gathered copy in rank order and the reordered copy both exist for a moment, and backward adds "
-              "full-length partial dK and dV before the reduce-scatter. Against the ring, which only ever holds two "
-              "K/V blocks of S/C rows, as C grows (same S):");
+  lesson::say(
+      "The gathered copy in rank order and the reordered copy both exist for a moment, and backward adds "
+      "full-length partial dK and dV before the reduce-scatter. Against the ring, which only ever holds two "
+      "K/V blocks of S/C rows, as C grows (same S):");
   std::cout << "  C   all_gather peak/rank   ring peak/rank\n";
   std::int64_t last_ring = 0;
   for (int c = 1; c <= 8 && p.seq % (2 * c) == 0; c *= 2) {
-    const RunResult ag = quiet_run(o.config, StrategyKind::all_gather, c), ring = quiet_run(o.config, StrategyKind::ring, c);
+    const RunResult ag = quiet_run(o.config, StrategyKind::all_gather, c),
+                    ring = quiet_run(o.config, StrategyKind::ring, c);
     lesson::expect(ag.check.passed && ring.check.passed, "both runs are correct");
     lesson::expect(c == 1 || max_peak(ring) < last_ring, "the ring's peak shrinks as C grows");
     last_ring = max_peak(ring);
@@ -95,8 +100,9 @@ int run_lesson(int argc, char** argv) {
               << lesson::bytes(max_peak(ring)) << "\n";
   }
   std::cout << "\n";
-  lesson::say("The all-gather's peak stays near its C=1 value: every rank still holds O(S) keys and values. The "
-              "ring's falls roughly as 1/C. That is the all-gather's price for its simplicity.");
+  lesson::say(
+      "The all-gather's peak stays near its C=1 value: every rank still holds O(S) keys and values. The "
+      "ring's falls roughly as 1/C. That is the all-gather's price for its simplicity.");
   std::cout << "All-gather, forward and backward, " << C << " ranks, against the reference:\n";
   return lesson::verdicts(r) ? 0 : 1;
 }

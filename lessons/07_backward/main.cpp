@@ -48,9 +48,10 @@ int run_lesson(int argc, char** argv) {
   const int C = p.ranks;
 
   lesson::title("Lesson 7: the backward pass");
-  lesson::say("Backward turns dout into dQ, dK and dV. A query's gradient dQ comes from the attention calls its "
-              "rank ran, so it stays where it is. dK and dV are different: a key was read by queries on many "
-              "ranks, and each of them produces a piece of its gradient that must reach the key's owner.");
+  lesson::say(
+      "Backward turns dout into dQ, dK and dV. A query's gradient dQ comes from the attention calls its "
+      "rank ran, so it stays where it is. dK and dV are different: a key was read by queries on many "
+      "ranks, and each of them produces a piece of its gradient that must reach the key's owner.");
 
   lesson::banner(1, "all-gather: partial dK/dV over the whole prefix, then a reduce-scatter");
   const RunResult ag = traced(o, StrategyKind::all_gather);
@@ -66,9 +67,10 @@ int run_lesson(int argc, char** argv) {
     }
   }
   std::cout << "\n";
-  lesson::say("Each rank accumulates partial dK/dV into full-length buffers (a key gets a piece from every "
-              "local query at or after it), reorders them to rank order and reduce-scatters: each rank receives "
-              "the sum of every rank's pieces for its own rows. Backward re-gathers K and V first.");
+  lesson::say(
+      "Each rank accumulates partial dK/dV into full-length buffers (a key gets a piece from every "
+      "local query at or after it), reorders them to rank order and reduce-scatters: each rank receives "
+      "the sum of every rank's pieces for its own rows. Backward re-gathers K and V first.");
   show_calls(ag);
   lesson::expect(lesson::phase_calls(ag, 0, "backward") == "all_gather 2, reduce_scatter 2",
                  "all-gather backward: 2 all-gathers (K, V) and 2 reduce-scatters (dK, dV)");
@@ -91,10 +93,11 @@ int run_lesson(int argc, char** argv) {
     lesson::row(line);
   }
   std::cout << "\n";
-  lesson::say("The backward ring runs the other way (send to r-1), starting from the last K/V the forward held. "
-              "At every step a rank adds its block's dK/dV into the accumulator of the K/V it holds, then passes "
-              "K/V and accumulator on together. After C-1 hops each accumulator is back at its owner, complete: "
-              "C-1 K/V messages and C-1 dK/dV messages per rank.");
+  lesson::say(
+      "The backward ring runs the other way (send to r-1), starting from the last K/V the forward held. "
+      "At every step a rank adds its block's dK/dV into the accumulator of the K/V it holds, then passes "
+      "K/V and accumulator on together. After C-1 hops each accumulator is back at its owner, complete: "
+      "C-1 K/V messages and C-1 dK/dV messages per rank.");
   show_calls(ring);
   const std::string hops = std::to_string(2 * (C - 1));
   lesson::expect(lesson::phase_calls(ring, 0, "backward") == (C > 1 ? "irecv " + hops + ", isend " + hops : "none"),
@@ -102,10 +105,12 @@ int run_lesson(int argc, char** argv) {
 
   lesson::banner(3, "Ulysses: all-to-alls around a local backward");
   const RunResult ul = traced(o, StrategyKind::ulysses);
-  lesson::say("dout goes through the same all-to-all as q (sequence sharding to head sharding); each rank runs "
-              "an ordinary attention backward over all positions for its " + std::to_string(p.heads / C) +
-              " of the " + std::to_string(p.heads) + " heads, producing complete dQ, dK, dV for those heads; three inverse all-to-alls return them to "
-              "sequence sharding.");
+  lesson::say(
+      "dout goes through the same all-to-all as q (sequence sharding to head sharding); each rank runs "
+      "an ordinary attention backward over all positions for its " +
+      std::to_string(p.heads / C) + " of the " + std::to_string(p.heads) +
+      " heads, producing complete dQ, dK, dV for those heads; three inverse all-to-alls return them to "
+      "sequence sharding.");
   show_calls(ul);
   lesson::expect(lesson::phase_calls(ul, 0, "backward") == "all_to_all 4",
                  "ulysses backward: 4 all-to-alls (dout, dq, dk, dv)");

@@ -72,7 +72,8 @@ RunResult show_mesh(const lesson::Options& o, int A) {
     for (const RankStep& rs : f.ranks) {
       const auto& g = m.a2a_group[static_cast<std::size_t>(rs.rank)];
       const auto member = std::find(g.begin(), g.end(), rs.rank) - g.begin();
-      lesson::expect(static_cast<int>(g.size()) == A && rs.rank / A == g.front() / A, "A2A groups of A consecutive ranks");
+      lesson::expect(static_cast<int>(g.size()) == A && rs.rank / A == g.front() / A,
+                     "A2A groups of A consecutive ranks");
       lesson::expect(static_cast<int>(m.ring[static_cast<std::size_t>(rs.rank)].size()) == R, "rings of R ranks");
       std::vector<Span> q;
       for (const BlockDone& b : rs.blocks) q.insert(q.end(), b.q.begin(), b.q.end());
@@ -80,15 +81,19 @@ RunResult show_mesh(const lesson::Options& o, int A) {
       for (const Span& sp : q) rows += sp.hi - sp.lo;
       lesson::expect(rows == p.seq / R, "after the A2A a rank attends for S/R positions");
       std::cout << "  " << lesson::pad(std::to_string(rs.rank), 6)
-                << lesson::pad("h" + std::to_string(member * nh) + (nh > 1 ? "-" + std::to_string((member + 1) * nh - 1) : ""), 17)
+                << lesson::pad(
+                       "h" + std::to_string(member * nh) + (nh > 1 ? "-" + std::to_string((member + 1) * nh - 1) : ""),
+                       17)
                 << chunk_names(q, L, 'q') << "\n";
     }
   }
   std::cout << "\n";
-  lesson::say("Every member of an A2A group attends for the same " + std::to_string(p.seq / R) + " positions (S/R) "
-              "but its own N/A = " + std::to_string(nh) + " of the heads: [B, S/C, N, D] became [B, S/R, N/A, D]. The " +
-              std::to_string(A) + " rings then run ring attention side by side, one per head group, on a zigzag " +
-              std::to_string(A) + " times coarser than the C-rank one.");
+  lesson::say("Every member of an A2A group attends for the same " + std::to_string(p.seq / R) +
+              " positions (S/R) "
+              "but its own N/A = " +
+              std::to_string(nh) + " of the heads: [B, S/C, N, D] became [B, S/R, N/A, D]. The " + std::to_string(A) +
+              " rings then run ring attention side by side, one per head group, on a zigzag " + std::to_string(A) +
+              " times coarser than the C-rank one.");
   return r;
 }
 
@@ -104,9 +109,10 @@ int run_lesson(int argc, char** argv) {
   require(p.ranks == 8, "this lesson lays out C = 8 as 2 x 4 and 4 x 2", "use --ranks 8");
 
   lesson::title("Lesson 8: A2A + P2P on a 2-D mesh");
-  lesson::say("Ulysses is limited by the heads, the ring by nothing but pays C-1 exchanges. The hybrid combines "
-              "them on a mesh C = A x R: ranks form groups of A consecutive ranks that all-to-all among themselves "
-              "(fast links, e.g. inside a node), and rings of R ranks with stride A that pass K/V (across nodes).");
+  lesson::say(
+      "Ulysses is limited by the heads, the ring by nothing but pays C-1 exchanges. The hybrid combines "
+      "them on a mesh C = A x R: ranks form groups of A consecutive ranks that all-to-all among themselves "
+      "(fast links, e.g. inside a node), and rings of R ranks with stride A that pass K/V (across nodes).");
   lesson::banner(1, "2 x 4");
   const RunResult two = show_mesh(o, 2);
   lesson::banner(2, "4 x 2");

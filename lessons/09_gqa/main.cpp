@@ -21,7 +21,8 @@ struct Bytes {
 Bytes sent_by_kind(const RunResult& r) {
   Bytes b;
   for (const TraceEvent& e : r.ranks.front().stats.events())
-    if (e.type == TraceEvent::Type::comm && e.phase == "forward") (e.name == "all_to_all" ? b.a2a : b.p2p) += e.bytes_sent;
+    if (e.type == TraceEvent::Type::comm && e.phase == "forward")
+      (e.name == "all_to_all" ? b.a2a : b.p2p) += e.bytes_sent;
   return b;
 }
 
@@ -53,7 +54,8 @@ int run_lesson(int argc, char** argv) {
   lesson::title("Lesson 9: grouped-query attention and the Ulysses degree");
   lesson::say("With grouped-query attention (GQA) several query heads share one key/value head: here Nq = " +
               std::to_string(p.heads) + " query heads read Nkv = " + std::to_string(p.kv_heads) + " KV heads, " +
-              std::to_string(group) + " query heads per KV head. After the Ulysses all-to-all a rank computes "
+              std::to_string(group) +
+              " query heads per KV head. After the Ulysses all-to-all a rank computes "
               "whole heads, so it needs whole KV heads.");
 
   lesson::banner(1, "8-way Ulysses works");
@@ -70,30 +72,36 @@ int run_lesson(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::cout << "  C=16: UsageError\n" << lesson::wrap(e.what(), 78, "    ") << "\n";
   }
-  lesson::say("Sixteen ranks would each get 2 query heads and half a KV head; a query head needs every dimension "
-              "of its KV head at every position, so the degree of plain Ulysses is at most Nkv = " +
-              std::to_string(p.kv_heads) + ". Two ways to use 16 ranks:");
+  lesson::say(
+      "Sixteen ranks would each get 2 query heads and half a KV head; a query head needs every dimension "
+      "of its KV head at every position, so the degree of plain Ulysses is at most Nkv = " +
+      std::to_string(p.kv_heads) + ". Two ways to use 16 ranks:");
 
   lesson::banner(3, "way 1: replicate each KV head onto 2 ranks (--kv-replicate)");
   const RunResult rep = run_variant(o, StrategyKind::ulysses, 16, true, 0);
-  lesson::say("Before the all-to-all each rank copies its K and V so that there are 16 KV heads (each real one "
-              "twice); the all-to-all then hands every rank the KV head its query heads read. Backward sums the "
-              "two copies' gradients.");
+  lesson::say(
+      "Before the all-to-all each rank copies its K and V so that there are 16 KV heads (each real one "
+      "twice); the all-to-all then hands every rank the KV head its query heads read. Backward sums the "
+      "two copies' gradients.");
 
   lesson::banner(4, "way 2: 8-way all-to-all inside a 2-way ring (hybrid, --a2a 8)");
   const RunResult hyb = run_variant(o, StrategyKind::hybrid, 16, false, 8);
-  lesson::say("Ranks 0-7 and 8-15 form two all-to-all groups of 8 (no replication needed: 8 divides 8); "
-              "then rings of 2 ranks (0 with 8, 1 with 9, ...) pass K/V once.");
+  lesson::say(
+      "Ranks 0-7 and 8-15 form two all-to-all groups of 8 (no replication needed: 8 divides 8); "
+      "then rings of 2 ranks (0 with 8, 1 with 9, ...) pass K/V once.");
 
   lesson::banner(5, "what each way sends, from the Recorder (rank 0, forward)");
   const std::int64_t s16 = p.seq / 16, word = 8;
-  const std::int64_t q16 = p.batch * s16 * p.heads * p.head_dim * word, kv16 = p.batch * s16 * p.kv_heads * p.head_dim * word;
-  std::cout << "  at C=16 a rank's q is " << lesson::bytes(q16) << ", its k and v " << lesson::bytes(kv16) << " each\n\n";
+  const std::int64_t q16 = p.batch * s16 * p.heads * p.head_dim * word,
+                     kv16 = p.batch * s16 * p.kv_heads * p.head_dim * word;
+  std::cout << "  at C=16 a rank's q is " << lesson::bytes(q16) << ", its k and v " << lesson::bytes(kv16)
+            << " each\n\n";
   std::cout << "  way                      C   all-to-all  ring (P2P)  total sent\n";
   const auto row = [&](const std::string& name, int C, const RunResult& r) {
     const Bytes b = sent_by_kind(r);
-    std::cout << "  " << lesson::pad(name, 25) << lesson::pad(std::to_string(C), 4) << lesson::pad(lesson::bytes(b.a2a), 12)
-              << lesson::pad(lesson::bytes(b.p2p), 12) << lesson::bytes(b.a2a + b.p2p) << "\n";
+    std::cout << "  " << lesson::pad(name, 25) << lesson::pad(std::to_string(C), 4)
+              << lesson::pad(lesson::bytes(b.a2a), 12) << lesson::pad(lesson::bytes(b.p2p), 12)
+              << lesson::bytes(b.a2a + b.p2p) << "\n";
     return b;
   };
   row("ulysses", 8, u8);
@@ -104,11 +112,13 @@ int run_lesson(int argc, char** argv) {
   lesson::expect(br.a2a == (2 * q16 + 2 * 2 * kv16) * 15 / 16 && br.p2p == 0, "replicated K/V double their A2A bytes");
   // Hybrid: A2A of 8 on [B, s, N, D]: 7/8 of q, k, v, out; then one ring step sends K and V of S/2 positions.
   const std::int64_t kv_ring = 2 * p.batch * (p.seq / 2) * (p.kv_heads / 8) * p.head_dim * word;
-  lesson::expect(bh.a2a == (2 * q16 + 2 * kv16) * 7 / 8 && bh.p2p == kv_ring, "hybrid bytes: A2A of 8 plus one ring step");
-  lesson::say("Replication pays for its KV copies inside the all-to-all: K and V travel as 16 heads instead of 8. "
-              "The hybrid sends no copies; its all-to-all is among 8 ranks, and the ring adds one K/V block of S/2 "
-              "positions for the rank's own KV head. Which is cheaper in time depends on the links: the "
-              "all-to-all wants a fast domain, the ring step can overlap with compute (lesson 10).");
+  lesson::expect(bh.a2a == (2 * q16 + 2 * kv16) * 7 / 8 && bh.p2p == kv_ring,
+                 "hybrid bytes: A2A of 8 plus one ring step");
+  lesson::say(
+      "Replication pays for its KV copies inside the all-to-all: K and V travel as 16 heads instead of 8. "
+      "The hybrid sends no copies; its all-to-all is among 8 ranks, and the ring adds one K/V block of S/2 "
+      "positions for the rank's own KV head. Which is cheaper in time depends on the links: the "
+      "all-to-all wants a fast domain, the ring step can overlap with compute (lesson 10).");
 
   std::cout << "The three runs against the single-process reference:\n";
   bool ok = lesson::verdicts(u8, "ulysses 8");

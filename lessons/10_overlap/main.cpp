@@ -42,9 +42,11 @@ std::string sequential_ring(const RunConfig& cfg, Communicator& comm) {
   kv_host.insert(kv_host.end(), v_host.begin(), v_host.end());  // [2B, s, Nkv, D]: k then v
   Buffer kv = upload(kv_host, {2 * p.batch, s, p.kv_heads, p.head_dim}, Layout::bsnd, "kv");
   Buffer next = dev.alloc(kv.dims(), DType::f64, Layout::bsnd, "kv_next");
-  const Buffer out = dev.alloc(q.dims(), DType::f64, Layout::bsnd, "out"), tile = dev.alloc(q.dims(), DType::f64, Layout::bsnd, "tile");
+  const Buffer out = dev.alloc(q.dims(), DType::f64, Layout::bsnd, "out"),
+               tile = dev.alloc(q.dims(), DType::f64, Layout::bsnd, "tile");
   const Dims ld{p.batch, s, p.heads, 1};
-  const Buffer lse = dev.alloc(ld, DType::f64, Layout::bns, "lse"), tile_lse = dev.alloc(ld, DType::f64, Layout::bns, "tile_lse");
+  const Buffer lse = dev.alloc(ld, DType::f64, Layout::bns, "lse"),
+               tile_lse = dev.alloc(ld, DType::f64, Layout::bns, "tile_lse");
   dev.fill(View(lse), -INFINITY);
   rec.begin_phase("forward");
   for (int i = 0; i < C; ++i) {
@@ -87,10 +89,11 @@ int run_lesson(int argc, char** argv) {
   const int C = p.ranks;
 
   lesson::title("Lesson 10: overlapping communication with computation");
-  lesson::say("A ring step needs two things: the attention of the block in hand, and the next block's transfer. "
-              "They are independent, so the transfer can run while the block is computed: start the send and "
-              "the receive first, compute, then wait. If the compute takes longer than the transfer, the wait "
-              "costs nothing.");
+  lesson::say(
+      "A ring step needs two things: the attention of the block in hand, and the next block's transfer. "
+      "They are independent, so the transfer can run while the block is computed: start the send and "
+      "the receive first, compute, then wait. If the compute takes longer than the transfer, the wait "
+      "costs nothing.");
 
   lesson::banner(1, "the library's ring starts the exchange before computing");
   const RunResult r = lesson::run_and_step(o.config, o);
@@ -98,20 +101,23 @@ int run_lesson(int argc, char** argv) {
   std::string order;
   for (const TraceEvent& e : r.ranks[static_cast<std::size_t>(who)].stats.events()) {
     if (e.phase != "forward" || e.step != at || e.type == TraceEvent::Type::step) continue;
-    const std::string what = e.type == TraceEvent::Type::wait ? "wait " + e.name
-                             : e.type == TraceEvent::Type::comm ? "start " + e.name : e.name;
+    const std::string what = e.type == TraceEvent::Type::wait   ? "wait " + e.name
+                             : e.type == TraceEvent::Type::comm ? "start " + e.name
+                                                                : e.name;
     order += (order.empty() ? "" : " -> ") + what;
   }
   std::cout << lesson::wrap("Rank " + std::to_string(who) + ", forward step " + std::to_string(at) +
-                                ", in the order recorded: " + order, 78, "  ")
+                                ", in the order recorded: " + order,
+                            78, "  ")
             << "\n";
   if (C > 1)
     lesson::expect(order.rfind("start isend -> start irecv -> attention_forward", 0) == 0,
                    "the exchange starts before the attention call");
 
   lesson::banner(2, "a ring without overlap, for comparison");
-  lesson::say("The lesson's own ring computes first and exchanges afterwards with one blocking sendrecv: every "
-              "transfer starts only when the block is done, and the rank waits for all of it.");
+  lesson::say(
+      "The lesson's own ring computes first and exchanges afterwards with one blocking sendrecv: every "
+      "transfer starts only when the block is done, and the rank waits for all of it.");
   RunConfig seq_cfg = o.config;
   LaunchOptions lo;
   lo.ranks = C;
@@ -119,8 +125,8 @@ int run_lesson(int argc, char** argv) {
   const auto outcomes = launch(lo, [&](Communicator& comm) { return sequential_ring(seq_cfg, comm); });
   const GlobalTensors in = make_inputs(seq_cfg);
   const Positions all = iota_positions(0, p.seq);
-  const RefForward ref = reference_forward(in.q, in.k, in.v, {p.batch, p.seq, p.seq, p.heads, p.kv_heads, p.head_dim},
-                                           all, all, true);
+  const RefForward ref =
+      reference_forward(in.q, in.k, in.v, {p.batch, p.seq, p.seq, p.heads, p.kv_heads, p.head_dim}, all, all, true);
   const SeqLayout L(C, p.seq, p.sharding);
   std::vector<std::vector<double>> locals;
   for (const auto& oc : outcomes) {
@@ -140,9 +146,10 @@ int run_lesson(int argc, char** argv) {
               << lesson::ms(b.idle_us() / 1000) << "\n";
   }
   std::cout << "\n";
-  lesson::say("Here a 'transfer' is a copy between threads, far faster than any real link, so the two columns "
-              "differ little; the waits are mostly ranks waiting for slower neighbours. What decides the matter on "
-              "real hardware is the ratio of compute time to transfer time, next.");
+  lesson::say(
+      "Here a 'transfer' is a copy between threads, far faster than any real link, so the two columns "
+      "differ little; the waits are mostly ranks waiting for slower neighbours. What decides the matter on "
+      "real hardware is the ratio of compute time to transfer time, next.");
 
   lesson::banner(3, "when can the transfer hide? a cost argument");
   // Published figures (H100 SXM, bf16): FlashAttention-3 causal forward at head dim 128 reaches about 616
@@ -150,10 +157,11 @@ int run_lesson(int argc, char** argv) {
   // datasheet); one 400 Gb/s InfiniBand NIC carries at most 50 GB/s (its line rate).
   const double flops_rate = 616e12, nvlink = 450e9, ib = 50e9, bytes_per = 2;
   const std::int64_t N = 64, D = 128;  // the seed blog's attention shape: 64 heads of 128, no GQA
-  lesson::say("Take a zigzag ring step with N=64 heads of D=128 in bf16 and t tokens per chunk (2t per rank). "
-              "Compute: 2t^2 pairs x N heads x 4D flops at 616 TFLOP/s (FlashAttention-3, H100). Transfer: K and V "
-              "of 2t tokens, 2 x 2t x N x D x 2 bytes, over NVLink (450 GB/s, H100 datasheet) or one 400 Gb/s "
-              "InfiniBand NIC (50 GB/s). Overlapped, a step costs max(compute, transfer); in sequence, the sum.");
+  lesson::say(
+      "Take a zigzag ring step with N=64 heads of D=128 in bf16 and t tokens per chunk (2t per rank). "
+      "Compute: 2t^2 pairs x N heads x 4D flops at 616 TFLOP/s (FlashAttention-3, H100). Transfer: K and V "
+      "of 2t tokens, 2 x 2t x N x D x 2 bytes, over NVLink (450 GB/s, H100 datasheet) or one 400 Gb/s "
+      "InfiniBand NIC (50 GB/s). Overlapped, a step costs max(compute, transfer); in sequence, the sum.");
   std::cout << "  tokens/rank  compute    NVLink     hidden?  InfiniBand  hidden?\n";
   for (std::int64_t per_rank : {1024, 4096, 16384, 65536}) {
     const double t = static_cast<double>(per_rank) / 2;
@@ -161,21 +169,26 @@ int run_lesson(int argc, char** argv) {
     const double bytes = 2 * 2 * t * N * D * bytes_per;
     const double tn = bytes / nvlink * 1e6, ti = bytes / ib * 1e6;
     std::cout << "  " << lesson::pad(std::to_string(per_rank), 13) << lesson::pad(us(tc), 11) << lesson::pad(us(tn), 11)
-              << lesson::pad(tc >= tn ? "yes" : "no", 9) << lesson::pad(us(ti), 12) << (tc >= ti ? "yes" : "no") << "\n";
+              << lesson::pad(tc >= tn ? "yes" : "no", 9) << lesson::pad(us(ti), 12) << (tc >= ti ? "yes" : "no")
+              << "\n";
   }
   const double t_nv = bytes_per * flops_rate / (2 * nvlink), t_ib = bytes_per * flops_rate / (2 * ib);
   std::cout << "\n";
-  lesson::say("Compute grows as t^2, the transfer as t: compute >= transfer once t >= Nkv b F / (2 Nq BW) (b bytes per "
-              "element, F the compute rate, BW the link's), "
-              "about " + std::to_string(static_cast<int>(std::ceil(t_nv))) + " tokens per chunk on NVLink and " +
-              std::to_string(static_cast<int>(std::ceil(t_ib))) + " over one InfiniBand NIC. Below that the "
-              "wait remains however early the transfer starts: short sequences, or many ranks over a slow link. "
-              "GQA helps (K/V shrink by Nq/Nkv); so does a 2-D mesh that keeps the ring on fast links.");
+  lesson::say(
+      "Compute grows as t^2, the transfer as t: compute >= transfer once t >= Nkv b F / (2 Nq BW) (b bytes per "
+      "element, F the compute rate, BW the link's), "
+      "about " +
+      std::to_string(static_cast<int>(std::ceil(t_nv))) + " tokens per chunk on NVLink and " +
+      std::to_string(static_cast<int>(std::ceil(t_ib))) +
+      " over one InfiniBand NIC. Below that the "
+      "wait remains however early the transfer starts: short sequences, or many ranks over a slow link. "
+      "GQA helps (K/V shrink by Nq/Nkv); so does a 2-D mesh that keeps the ring on fast links.");
 
   lesson::banner(4, "the same question, asked of cpsim's machine model");
-  lesson::say("cpsim predict (docs/model.md) counts the unchanged ring code and replays it on a model of H100s: "
-              "each transfer starts when the ring posts it and runs beside the compute; a rank is blocked only "
-              "for what the compute did not cover. Forward, 64 heads of 128, bf16, zigzag:");
+  lesson::say(
+      "cpsim predict (docs/model.md) counts the unchanged ring code and replays it on a model of H100s: "
+      "each transfer starts when the ring posts it and runs beside the compute; a rank is blocked only "
+      "for what the compute did not cover. Forward, 64 heads of 128, bf16, zigzag:");
   std::cout << "  machine          C   S      tokens/rank  compute     blocked on comm\n";
   for (const auto& [machine, ranks] : {std::pair{"h100-sxm-8", 8}, std::pair{"h100-ib", 16}}) {
     const model::Machine m = model::load_machine(machine);
@@ -195,10 +208,11 @@ int run_lesson(int argc, char** argv) {
     }
   }
   std::cout << "\n";
-  lesson::say("On NVLink the blocked time falls to zero once a rank holds a few thousand tokens. Across "
-              "InfiniBand (h100-ib: 16 ranks on 2 nodes, the ring crossing between them) the transfer outlasts the "
-              "compute at every length here; the cost argument above puts the break-even near " +
-              std::to_string(2 * static_cast<int>(std::ceil(t_ib))) + " tokens per rank.");
+  lesson::say(
+      "On NVLink the blocked time falls to zero once a rank holds a few thousand tokens. Across "
+      "InfiniBand (h100-ib: 16 ranks on 2 nodes, the ring crossing between them) the transfer outlasts the "
+      "compute at every length here; the cost argument above puts the break-even near " +
+      std::to_string(2 * static_cast<int>(std::ceil(t_ib))) + " tokens per rank.");
 
   std::cout << "The library's overlapped ring, against the single-process reference:\n";
   const bool ok = lesson::verdicts(r, "overlapped");
@@ -209,7 +223,8 @@ int run_lesson(int argc, char** argv) {
     double e = 0;
     for (std::int64_t b = 0; b < p.batch; ++b)
       for (const Span& sp : L.spans(k))
-        for (std::int64_t i = (b * p.seq + sp.lo) * p.heads * p.head_dim; i < (b * p.seq + sp.hi) * p.heads * p.head_dim; ++i)
+        for (std::int64_t i = (b * p.seq + sp.lo) * p.heads * p.head_dim;
+             i < (b * p.seq + sp.hi) * p.heads * p.head_dim; ++i)
           e = std::max(e, std::abs(seq_out[static_cast<std::size_t>(i)] - ref.out[static_cast<std::size_t>(i)]));
     const bool good = e <= kF64Tolerance;
     seq_ok = seq_ok && good;

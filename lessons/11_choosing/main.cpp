@@ -58,9 +58,10 @@ int run_lesson(int argc, char** argv) {
                                       {"hybrid", StrategyKind::hybrid, Sharding::zigzag}};
 
   lesson::title("Lesson 11: how to choose");
-  lesson::say("The same attention (B=" + std::to_string(p.batch) + ", S=" + std::to_string(p.seq) + ", Nq=" +
-              std::to_string(p.heads) + ", Nkv=" + std::to_string(p.kv_heads) + ", D=" + std::to_string(p.head_dim) +
-              ", forward and backward) on C=" + std::to_string(C) + " ranks, every strategy, measured by the "
+  lesson::say("The same attention (B=" + std::to_string(p.batch) + ", S=" + std::to_string(p.seq) +
+              ", Nq=" + std::to_string(p.heads) + ", Nkv=" + std::to_string(p.kv_heads) +
+              ", D=" + std::to_string(p.head_dim) + ", forward and backward) on C=" + std::to_string(C) +
+              " ranks, every strategy, measured by the "
               "same Recorder.");
 
   lesson::banner(1, "work, bytes and memory per rank");
@@ -88,8 +89,8 @@ int run_lesson(int argc, char** argv) {
     call_lines.push_back("  " + lesson::pad(v.name, 13) + (calls.empty() ? "none" : calls));
     const double most = *std::max_element(pairs.begin(), pairs.end());
     std::cout << "  " << lesson::pad(v.name, 13) << lesson::pad(std::to_string(static_cast<std::int64_t>(most)), 11)
-              << lesson::pad(fixed2(imbalance(pairs)), 10) << lesson::pad(lesson::bytes(sent), 12) << lesson::bytes(peak)
-              << "\n";
+              << lesson::pad(fixed2(imbalance(pairs)), 10) << lesson::pad(lesson::bytes(sent), 12)
+              << lesson::bytes(peak) << "\n";
   }
   std::cout << "\n  Calls on rank 0 (split: the hybrid setting up its two sub-communicators):\n";
   for (const std::string& line : call_lines) std::cout << line << "\n";
@@ -106,8 +107,9 @@ int run_lesson(int argc, char** argv) {
     std::cout << "  " << lesson::pad(variants[i].name, 13) << lesson::ms(slowest / 1000) << "\n";
   }
   std::cout << "\n";
-  lesson::say("One run each, every rank a thread of one CPU: the times are noisy and show the cost of the work "
-              "and of copying, not of real links. The counts above are what carries over to real machines.");
+  lesson::say(
+      "One run each, every rank a thread of one CPU: the times are noisy and show the cost of the work "
+      "and of copying, not of real links. The counts above are what carries over to real machines.");
 
   lesson::banner(3, "the choice, made concrete");
   const int limit = 8 * static_cast<int>(p.heads);
@@ -117,8 +119,8 @@ int run_lesson(int argc, char** argv) {
   const int ul_rep = max_degree(rep, StrategyKind::ulysses, limit);
   const int ring = max_degree(p, StrategyKind::ring, limit);
   lesson::expect(ring == limit, "the ring accepts every degree tried");
-  std::cout << "  The largest C cpsim accepts for Nq=" << p.heads << ", Nkv=" << p.kv_heads << " (tried up to "
-            << limit << "):\n"
+  std::cout << "  The largest C cpsim accepts for Nq=" << p.heads << ", Nkv=" << p.kv_heads << " (tried up to " << limit
+            << "):\n"
             << "    ulysses: " << ul << ", with --kv-replicate: " << ul_rep << "; ring and all_gather: " << ring
             << " (no head limit);\n    hybrid: any C = A x R whose A2A group size A ulysses accepts\n\n";
   std::cout << "  all_gather  talks:  2 all-gathers forward; 2 more + 2 reduce-scatters backward\n"
@@ -137,9 +139,10 @@ int run_lesson(int argc, char** argv) {
                "              limit:  A as for ulysses, any R; memory O(S/C)\n"
                "              kernel: as the ring; overlap: the ring part\n"
                "              suits:  fast groups (nodes) joined by a slower network\n\n";
-  lesson::say("Read the table against the measurements above: the all-gather's peak memory, Ulysses' "
-              "all-to-alls and head limit, the contiguous ring's imbalance (max/mean) and the zigzag ring's "
-              "balance, the hybrid's mix of both kinds of call.");
+  lesson::say(
+      "Read the table against the measurements above: the all-gather's peak memory, Ulysses' "
+      "all-to-alls and head limit, the contiguous ring's imbalance (max/mean) and the zigzag ring's "
+      "balance, the hybrid's mix of both kinds of call.");
 
   std::cout << "Every strategy, forward and backward, against the single-process reference:\n";
   bool ok = true;

@@ -1,7 +1,7 @@
 #include "lessons/common/lesson.hpp"
 
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -105,9 +105,13 @@ void title(const std::string& text) {
   std::cout << text << "\n" << std::string(std::min<std::size_t>(text.size(), 78), '=') << "\n\n";
 }
 
-void banner(int step, const std::string& text) { std::cout << "STEP " << step << ": " << text << "\n\n"; }
+void banner(int step, const std::string& text) {
+  std::cout << "STEP " << step << ": " << text << "\n\n";
+}
 
-void say(const std::string& paragraph) { std::cout << wrap(paragraph) << "\n"; }
+void say(const std::string& paragraph) {
+  std::cout << wrap(paragraph) << "\n";
+}
 
 std::string ms(double milliseconds) {
   char buf[32];
@@ -115,7 +119,9 @@ std::string ms(double milliseconds) {
   return buf;
 }
 
-std::string bytes(std::int64_t n) { return format_bytes(static_cast<double>(n)); }
+std::string bytes(std::int64_t n) {
+  return format_bytes(static_cast<double>(n));
+}
 
 std::string list(const std::vector<std::int64_t>& v) {
   std::string s = "[";
@@ -153,7 +159,8 @@ RunResult run_and_step(RunConfig config, const Options& o) {
   RunResult r = run(config);
   if (!o.trace_file.empty()) {
     std::filesystem::path path(o.trace_file);
-    if (++o.traces_written > 1) path.replace_extension("." + std::to_string(o.traces_written) + path.extension().string());
+    if (++o.traces_written > 1)
+      path.replace_extension("." + std::to_string(o.traces_written) + path.extension().string());
     write_trace(path, r);
     std::cout << "Wrote the trace of the " << strategy_name(config.strategy) << " run to " << path.string() << "\n\n";
   }

@@ -28,9 +28,9 @@ enum Flag : unsigned {
 };
 
 struct Options {
-  RunConfig config;   // the lesson's defaults before parsing, the learner's shape after
-  bool step = false;        // --step given
-  std::string trace_file;   // --trace FILE given: every run of the lesson writes its trace
+  RunConfig config;        // the lesson's defaults before parsing, the learner's shape after
+  bool step = false;       // --step given
+  std::string trace_file;  // --trace FILE given: every run of the lesson writes its trace
   mutable int traces_written = 0;
 };
 
@@ -42,17 +42,17 @@ bool parse_options(int argc, char** argv, const std::string& title, unsigned fla
 int guarded(const char* lesson, const std::function<int()>& body);
 
 // Narration.
-void title(const std::string& text);                       // the lesson's first line, underlined
-void banner(int step, const std::string& text);           // "STEP n: text"
-void say(const std::string& paragraph);                    // wrapped to 78 columns, blank line after
+void title(const std::string& text);             // the lesson's first line, underlined
+void banner(int step, const std::string& text);  // "STEP n: text"
+void say(const std::string& paragraph);          // wrapped to 78 columns, blank line after
 std::string wrap(const std::string& paragraph, int width = 78, const std::string& indent = "");
 std::string indent(const std::string& text, const std::string& prefix);  // every line prefixed, spacing kept
-std::string ms(double milliseconds);                       // "12.34 ms": the one form times take
-std::string bytes(std::int64_t n);                         // "4.0 KiB"
-std::string list(const std::vector<std::int64_t>& v);      // "[1, 2, 3, 4]"
-std::string list(const std::vector<double>& v);            // "[2, 6, 10, 14]" (shortest exact form)
-std::string pad(std::string s, std::size_t width);         // left-aligned in width columns
-void row(std::string line);                                // prints a table row, trailing spaces dropped
+std::string ms(double milliseconds);                                     // "12.34 ms": the one form times take
+std::string bytes(std::int64_t n);                                       // "4.0 KiB"
+std::string list(const std::vector<std::int64_t>& v);                    // "[1, 2, 3, 4]"
+std::string list(const std::vector<double>& v);                          // "[2, 6, 10, 14]" (shortest exact form)
+std::string pad(std::string s, std::size_t width);                       // left-aligned in width columns
+void row(std::string line);                                              // prints a table row, trailing spaces dropped
 
 // Throws Error("lesson check failed: what") unless ok: a lesson asserts what it prints.
 void expect(bool ok, const std::string& what);

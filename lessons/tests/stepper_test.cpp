@@ -1,5 +1,7 @@
 // The stepper replays a traced run step by step: what each rank held, computed and exchanged.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include "sim/runtime/stepper.hpp"
+
 #include <doctest/doctest.h>
 
 #include <sstream>
@@ -7,7 +9,6 @@
 #include "lessons/common/lesson.hpp"
 #include "sim/core/error.hpp"
 #include "sim/layout/work_table.hpp"
-#include "sim/runtime/stepper.hpp"
 
 using namespace cpsim;
 
@@ -50,7 +51,9 @@ TEST_CASE("a zigzag ring has one frame per step and every rank holds the K/V of 
         CHECK(rs.kv_held[j].lo == want[j].lo);
         CHECK(rs.kv_held[j].hi == want[j].hi);
       }
-      CHECK(rs.blocks.front().kind == (i == 0 ? BlockKind::diagonal : owner < rank ? BlockKind::lower : BlockKind::upper));
+      CHECK(rs.blocks.front().kind == (i == 0         ? BlockKind::diagonal
+                                       : owner < rank ? BlockKind::lower
+                                                      : BlockKind::upper));
       CHECK(rs.pairs == r.config.problem.heads * ring_step_pairs(L)[rank][i]);
     }
 }

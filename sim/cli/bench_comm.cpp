@@ -4,7 +4,8 @@
 //   size   nccl-tests' meaning: sendrecv bytes per rank; all_gather the gathered output; reduce_scatter the input
 //          of each rank; all_to_all each rank's buffer. Each rank's chunk (one message) is size / C, except for
 //          sendrecv (size).
-//   time   the slowest rank's mean time per call, calls back to back after a barrier.
+//   time   the slowest rank's mean time per call, calls back to back after a barrier; best of 3 such runs
+//          (the machine may be shared: the best run is the one least disturbed).
 //   algbw  size / time;  busbw = algbw x factor: sendrecv 1, the three collectives (C-1)/C (nccl-tests).
 //   #wrong elements that differ from the call's definition in a checked call made before the timed ones.
 //   memcpy single-thread memcpy of one chunk, same run, same sizes; bus/mem = busbw / memcpy.
@@ -29,26 +30,37 @@ const Op kOps[] = {Op::sendrecv, Op::all_gather, Op::reduce_scatter, Op::all_to_
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::sendrecv: return "sendrecv";
-    case Op::all_gather: return "all_gather";
-    case Op::reduce_scatter: return "reduce_scatter";
-    case Op::all_to_all: return "all_to_all";
+    case Op::sendrecv:
+      return "sendrecv";
+    case Op::all_gather:
+      return "all_gather";
+    case Op::reduce_scatter:
+      return "reduce_scatter";
+    case Op::all_to_all:
+      return "all_to_all";
   }
   return "?";
 }
 
-double bus_factor(Op op, int c) { return op == Op::sendrecv ? 1.0 : (c - 1.0) / c; }
-
-// Per-rank chunk (one message) of a call of nccl-tests size `size`, in floats.
-std::size_t chunk_count(Op op, std::size_t size, int c) { return op == Op::sendrecv ? size / 4 : size / 4 / c; }
-
-// Calls per point: enough to take ~50 ms at 5 GB/s, at least 3 and at most 2000.
-int iterations(std::size_t size) {
-  return static_cast<int>(std::clamp<std::size_t>((std::size_t{256} << 20) / std::max<std::size_t>(size, 1), 3, 2000));
+double bus_factor(Op op, int c) {
+  return op == Op::sendrecv ? 1.0 : (c - 1.0) / c;
 }
 
+// Per-rank chunk (one message) of a call of nccl-tests size `size`, in floats.
+std::size_t chunk_count(Op op, std::size_t size, int c) {
+  return op == Op::sendrecv ? size / 4 : size / 4 / c;
+}
+
+// Calls per timed run: enough to take ~20 ms at 5 GB/s, at least 3 and at most 1000.
+int iterations(std::size_t size) {
+  return static_cast<int>(std::clamp<std::size_t>((std::size_t{100} << 20) / std::max<std::size_t>(size, 1), 3, 1000));
+}
+constexpr int kRuns = 3;
+
 // Input element i of rank r's message for rank p: small integers, so the float sums of reduce_scatter are exact.
-float value(int r, int p, std::size_t i) { return static_cast<float>((r * 131 + p * 17 + i * 7) % 1021); }
+float value(int r, int p, std::size_t i) {
+  return static_cast<float>((r * 131 + p * 17 + i * 7) % 1021);
+}
 
 struct Buffers {
   std::vector<float> send, recv;
@@ -67,9 +79,12 @@ void call(Op op, Communicator& comm, Buffers& b, std::size_t n) {
   switch (op) {
     case Op::sendrecv:
       return comm.sendrecv(b.send.data(), n * 4, (r + 1) % c, b.recv.data(), n * 4, (r - 1 + c) % c);
-    case Op::all_gather: return comm.all_gather(b.send.data(), b.recv.data(), n * 4);
-    case Op::reduce_scatter: return comm.reduce_scatter(b.send.data(), b.recv.data(), n, DType::f32);
-    case Op::all_to_all: return comm.all_to_all(b.send.data(), b.recv.data(), n * 4);
+    case Op::all_gather:
+      return comm.all_gather(b.send.data(), b.recv.data(), n * 4);
+    case Op::reduce_scatter:
+      return comm.reduce_scatter(b.send.data(), b.recv.data(), n, DType::f32);
+    case Op::all_to_all:
+      return comm.all_to_all(b.send.data(), b.recv.data(), n * 4);
   }
 }
 
@@ -80,9 +95,15 @@ std::int64_t wrong(Op op, const Buffers& b, int r, int c, std::size_t n) {
   for (std::size_t i = 0; i < (op == Op::sendrecv || op == Op::reduce_scatter ? n : n * c); ++i) {
     float want = 0;
     switch (op) {
-      case Op::sendrecv: want = value(prev, r, i); break;
-      case Op::all_gather: want = value(static_cast<int>(i / n), 0, i % n); break;
-      case Op::all_to_all: want = value(static_cast<int>(i / n), r, i % n); break;
+      case Op::sendrecv:
+        want = value(prev, r, i);
+        break;
+      case Op::all_gather:
+        want = value(static_cast<int>(i / n), 0, i % n);
+        break;
+      case Op::all_to_all:
+        want = value(static_cast<int>(i / n), r, i % n);
+        break;
       case Op::reduce_scatter:
         for (int p = 0; p < c; ++p) want += value(p, r, i);
         break;
@@ -106,10 +127,13 @@ std::string sweep(Op op, Communicator& comm, const std::vector<std::size_t>& siz
     const std::int64_t bad = wrong(op, b, r, c, n);
     const int iters = iterations(size);
     for (int i = 0; i < std::min(iters, 5); ++i) call(op, comm, b, n);
-    comm.barrier();
-    const auto t0 = Clock::now();
-    for (int i = 0; i < iters; ++i) call(op, comm, b, n);
-    out.put(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters);
+    // Best of kRuns: each run's time is the slowest rank's, so every rank reports every run.
+    for (int run = 0; run < kRuns; ++run) {
+      comm.barrier();
+      const auto t0 = Clock::now();
+      for (int i = 0; i < iters; ++i) call(op, comm, b, n);
+      out.put(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters);
+    }
     out.put(bad);
   }
   return out.take();
@@ -120,12 +144,15 @@ double memcpy_gbps(std::size_t bytes) {
   std::vector<char> a(std::max<std::size_t>(bytes, 1), 1), b(std::max<std::size_t>(bytes, 1), 0);
   const int iters = iterations(bytes) * 4;
   std::memcpy(b.data(), a.data(), bytes);
-  const auto t0 = Clock::now();
-  for (int i = 0; i < iters; ++i) {
-    a[i % a.size()] = static_cast<char>(i);  // the copies cannot be merged away
-    std::memcpy(b.data(), a.data(), bytes);
+  double s = 1e300;
+  for (int run = 0; run < kRuns; ++run) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+      a[i % a.size()] = static_cast<char>(i);  // the copies cannot be merged away
+      std::memcpy(b.data(), a.data(), bytes);
+    }
+    s = std::min(s, std::chrono::duration<double>(Clock::now() - t0).count() / iters);
   }
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
   volatile char sink = b[bytes / 2];
   (void)sink;
   return bytes / s / 1e9;
@@ -139,9 +166,12 @@ struct Row {
 
 std::string human(std::size_t bytes) {
   char s[32];
-  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) std::snprintf(s, sizeof s, "%zuM", bytes >> 20);
-  else if (bytes >= 1024 && bytes % 1024 == 0) std::snprintf(s, sizeof s, "%zuK", bytes >> 10);
-  else std::snprintf(s, sizeof s, "%zu", bytes);
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+    std::snprintf(s, sizeof s, "%zuM", bytes >> 20);
+  else if (bytes >= 1024 && bytes % 1024 == 0)
+    std::snprintf(s, sizeof s, "%zuK", bytes >> 10);
+  else
+    std::snprintf(s, sizeof s, "%zu", bytes);
   return s;
 }
 
@@ -161,8 +191,8 @@ int bench_comm(const std::vector<std::string>& args) {
   require(ranks >= 2, "bench comm needs at least 2 ranks (got " + std::to_string(ranks) + ")", "use --ranks 2 or more");
   require(step >= 2, "--stepfactor must be at least 2", "use --stepfactor 2 or 4");
   const std::size_t lo = parse_size("minbytes", minb), hi = parse_size("maxbytes", maxb);
-  require(lo >= 4 * static_cast<std::size_t>(ranks) && lo <= hi,
-          "sizes must satisfy 4 x ranks <= minbytes <= maxbytes", "use e.g. --minbytes 1K --maxbytes 64M");
+  require(lo >= 4 * static_cast<std::size_t>(ranks) && lo <= hi, "sizes must satisfy 4 x ranks <= minbytes <= maxbytes",
+          "use e.g. --minbytes 1K --maxbytes 64M");
   std::vector<std::size_t> sizes;
   for (std::size_t s = lo; s <= hi; s *= step) sizes.push_back(s);
 
@@ -173,13 +203,16 @@ int bench_comm(const std::vector<std::string>& args) {
   for (Op op : kOps) {
     auto outcomes = launch(opt, [&](Communicator& comm) { return sweep(op, comm, sizes); });
     std::vector<Row> rows(sizes.size());
-    for (const auto& o : outcomes) {
-      ByteReader in(o.result);
-      for (auto& row : rows) {
-        const double us = in.get<double>();
-        row.us = std::max(row.us, us);  // the slowest rank
+    std::vector<ByteReader> readers;
+    for (const auto& o : outcomes) readers.emplace_back(o.result);
+    for (auto& row : rows) {
+      row.us = 1e300;
+      std::vector<double> slowest(kRuns, 0);
+      for (auto& in : readers) {
+        for (double& t : slowest) t = std::max(t, in.get<double>());  // a run lasts as long as its slowest rank
         row.wrong += in.get<std::int64_t>();
       }
+      for (double t : slowest) row.us = std::min(row.us, t);
     }
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       Row& row = rows[i];
@@ -219,9 +252,15 @@ int bench_comm(const std::vector<std::string>& args) {
     }
     j.end_array().key("goals").begin_object();
     j.key("busbw_over_memcpy_min_at_1MiB_chunks");
-    if (have_ratio) j.value(worst_ratio); else j.null();
+    if (have_ratio)
+      j.value(worst_ratio);
+    else
+      j.null();
     j.key("busbw_over_memcpy_goal").value(0.5).key("sendrecv_1KiB_us");
-    if (latency_1k >= 0) j.value(latency_1k); else j.null();
+    if (latency_1k >= 0)
+      j.value(latency_1k);
+    else
+      j.null();
     j.key("sendrecv_1KiB_goal_us").value(latency_goal_us).end_object().end_object();
     std::cout << j.str() << "\n";
     return 0;
@@ -233,19 +272,23 @@ int bench_comm(const std::vector<std::string>& args) {
     std::printf("#\n# %s (busbw factor %.3g)\n", op_name(kOps[k]), bus_factor(kOps[k], ranks));
     std::printf("# %10s %12s %6s %10s %10s %10s %8s %10s %8s\n", "size", "count", "type", "time", "algbw", "busbw",
                 "#wrong", "memcpy", "bus/mem");
-    std::printf("# %10s %12s %6s %10s %10s %10s %8s %10s %8s\n", "(B)", "(elements)", "", "(us)", "(GB/s)",
-                "(GB/s)", "", "(GB/s)", "");
+    std::printf("# %10s %12s %6s %10s %10s %10s %8s %10s %8s\n", "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)",
+                "", "(GB/s)", "");
     for (const Row& row : table[k]) {
       std::printf("  %10zu %12zu %6s %10.2f %10.2f %10.2f %8lld %10.2f %8.2f\n", row.size, row.size / 4, "float",
                   row.us, row.algbw, row.busbw, static_cast<long long>(row.wrong), row.memcpy, row.busbw / row.memcpy);
     }
   }
   std::printf("#\n# goal: busbw >= 0.50 x memcpy where each rank's chunk >= 1 MiB: ");
-  if (have_ratio) std::printf("lowest %.2f (%s)\n", worst_ratio, worst_ratio >= 0.5 ? "met" : "not met");
-  else std::printf("no such size in this sweep\n");
+  if (have_ratio)
+    std::printf("lowest %.2f (%s)\n", worst_ratio, worst_ratio >= 0.5 ? "met" : "not met");
+  else
+    std::printf("no such size in this sweep\n");
   std::printf("# goal: ring sendrecv at 1 KiB under %.0f us: ", latency_goal_us);
-  if (latency_1k >= 0) std::printf("%.2f us (%s)\n", latency_1k, latency_1k < latency_goal_us ? "met" : "not met");
-  else std::printf("1K is not in this sweep\n");
+  if (latency_1k >= 0)
+    std::printf("%.2f us (%s)\n", latency_1k, latency_1k < latency_goal_us ? "met" : "not met");
+  else
+    std::printf("1K is not in this sweep\n");
   return 0;
 }
 

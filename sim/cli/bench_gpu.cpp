@@ -35,7 +35,7 @@ int bench_gpu_attention(const std::vector<std::string>& args) {
   std::string dtype_s = "bf16";
   int reps = 3, device = 0;
   bool json = false;
-  desc.add_options()                                                                                      //
+  desc.add_options()                                                                                     //
       ("seq", po::value(&seqs)->multitoken(), "sequence lengths (default 4096 8192 16384 32768 65536)")  //
       ("heads", po::value(&heads)->default_value(64), "attention heads")                                 //
       ("head-dim", po::value(&head_dim)->default_value(128), "head dim")                                 //
@@ -50,7 +50,8 @@ int bench_gpu_attention(const std::vector<std::string>& args) {
   require(dtype == DType::bf16 || dtype == DType::f32, "the GPU benchmark runs bf16 or f32", "use --dtype bf16");
   require(heads >= 1 && head_dim >= 1 && reps >= 1 && gemm_n >= 256, "heads, head dim and reps must be at least 1",
           "use --heads 64 --head-dim 128 --reps 3 --gemm-n 8192");
-  for (auto s : seqs) require(s >= 1, "every --seq must be at least 1 (got " + std::to_string(s) + ")", "use --seq 16384");
+  for (auto s : seqs)
+    require(s >= 1, "every --seq must be at least 1 (got " + std::to_string(s) + ")", "use --seq 16384");
   const std::string problem = cuda_runtime_problem();
   if (!problem.empty()) throw Error("bench gpu_attention: " + problem);
 
@@ -75,9 +76,19 @@ int bench_gpu_attention(const std::vector<std::string>& args) {
     j.key("points").begin_array();
     for (const Point& p : points) {
       j.begin_object().key("seq").value(p.seq);
-      j.key("fwd_ms").value(p.t.fwd_ms).key("fwd_tflops").value(p.fwd_tflops()).key("fwd_ratio").value(p.fwd_tflops() / gemm);
+      j.key("fwd_ms")
+          .value(p.t.fwd_ms)
+          .key("fwd_tflops")
+          .value(p.fwd_tflops())
+          .key("fwd_ratio")
+          .value(p.fwd_tflops() / gemm);
       j.key("fwd_kernel").value(p.t.fwd_path);
-      j.key("bwd_ms").value(p.t.bwd_ms).key("bwd_tflops").value(p.bwd_tflops()).key("bwd_ratio").value(p.bwd_tflops() / gemm);
+      j.key("bwd_ms")
+          .value(p.t.bwd_ms)
+          .key("bwd_tflops")
+          .value(p.bwd_tflops())
+          .key("bwd_ratio")
+          .value(p.bwd_tflops() / gemm);
       j.key("bwd_kernel").value(p.t.bwd_path).end_object();
     }
     j.end_array();

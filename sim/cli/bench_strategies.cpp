@@ -107,7 +107,8 @@ double recorder_call_ns(bool tracing) {
     rec.begin_phase("forward");
     rec.step(0);
     for (int i = 0; i < events; ++i)
-      rec.work(WorkCounts{1, 0, 1, 0, 64, 4096}, BlockKind::full, {{0, 8}, {56, 64}}, {{0, 8}}, 0, 1, "attention_forward");
+      rec.work(WorkCounts{1, 0, 1, 0, 64, 4096}, BlockKind::full, {{0, 8}, {56, 64}}, {{0, 8}}, 0, 1,
+               "attention_forward");
   }
   return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / (events * recorders);
 }
@@ -159,7 +160,8 @@ int bench_strategies(const std::vector<std::string>& args) {
   if (trace) {
     off_ns = recorder_call_ns(false);
     on_ns = recorder_call_ns(true);
-    j.key("recorder_call_ns").begin_object().key("tracing_off").value(off_ns).key("tracing_on").value(on_ns).end_object();
+    j.key("recorder_call_ns").begin_object().key("tracing_off").value(off_ns).key("tracing_on").value(on_ns);
+    j.end_object();
     if (!json)
       std::printf("One recorder call (an attention block as the device records it): %.0f ns with tracing off, %.0f ns "
                   "with tracing on\n\n", off_ns, on_ns);

@@ -37,18 +37,18 @@ AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
   std::string dtype = "f32";
   bool causal = false, full = false;
   AttentionArgs a;
-  desc.add_options()                                                                      //
-      ("batch", po::value(&B)->default_value(1), "batch size B")                         //
-      ("seq", po::value(&S)->default_value(512), "sequence length S")                    //
-      ("heads", po::value(&N)->default_value(8), "query heads Nq")                       //
-      ("kv-heads", po::value(&K), "key/value heads Nkv (default: Nq); Nq % Nkv == 0")    //
-      ("head-dim", po::value(&D)->default_value(64), "head dimension D")                 //
-      ("dtype", po::value(&dtype)->default_value("f32"), "f32 or f64")                  //
-      ("causal", po::bool_switch(&causal), "causal mask: key visible iff key <= query (default)")  //
-      ("full", po::bool_switch(&full), "no mask: every key visible")                     //
+  desc.add_options()                                                                                       //
+      ("batch", po::value(&B)->default_value(1), "batch size B")                                           //
+      ("seq", po::value(&S)->default_value(512), "sequence length S")                                      //
+      ("heads", po::value(&N)->default_value(8), "query heads Nq")                                         //
+      ("kv-heads", po::value(&K), "key/value heads Nkv (default: Nq); Nq % Nkv == 0")                      //
+      ("head-dim", po::value(&D)->default_value(64), "head dimension D")                                   //
+      ("dtype", po::value(&dtype)->default_value("f32"), "f32 or f64")                                     //
+      ("causal", po::bool_switch(&causal), "causal mask: key visible iff key <= query (default)")          //
+      ("full", po::bool_switch(&full), "no mask: every key visible")                                       //
       ("check", po::bool_switch(&a.check), "compare with the f64 reference; exit 1 when a tensor is off")  //
-      ("json", po::bool_switch(&a.json), "print one JSON object")                        //
-      ("seed", po::value(&a.seed)->default_value(0), "seed of the normal inputs")       //
+      ("json", po::bool_switch(&a.json), "print one JSON object")                                          //
+      ("seed", po::value(&a.seed)->default_value(0), "seed of the normal inputs")                          //
       ("tile", po::value(&a.tile)->default_value(CpuDevice::kDefaultTile), "rows per query and key tile");
   po::variables_map vm;
   help = !parse("attention", desc, args, vm);
@@ -127,15 +127,17 @@ void print_text(const AttentionArgs& a, const SingleRun& r, const AttentionCheck
               a.tile, a.seed);
   std::printf("  %-9s %12s %10s %14s %16s\n", "call", "time ms", "GFLOP/s", "visible pairs", "tiles done/skip");
   auto row = [](const char* name, const WorkCounts& w, double sec) {
-    std::printf("  %-9s %12.3f %10.2f %14" PRId64 " %9" PRId64 "/%-6" PRId64 "\n", name, sec * 1e3,
-                w.flops / sec / 1e9, w.pairs, w.tiles_computed, w.tiles_skipped);
+    const std::string tiles = std::to_string(w.tiles_computed) + "/" + std::to_string(w.tiles_skipped);
+    std::printf("  %-9s %12.3f %10.2f %14" PRId64 " %16s\n", name, sec * 1e3, w.flops / sec / 1e9, w.pairs,
+                tiles.c_str());
   };
   row("forward", r.fwd_work, r.fwd_seconds);
   row("backward", r.bwd_work, r.bwd_seconds);
   std::printf("  peak device memory %.2f MiB\n", static_cast<double>(r.peak_bytes) / (1 << 20));
   if (c == nullptr) return;
   if (a.dtype == DType::f32)
-    std::printf("check against the f64 reference: error <= 2 x plain f32 error + FLT_EPSILON x max|reference|\n");
+    std::printf(
+        "check against the f64 reference: error <= 2 x plain f32 error + FLT_EPSILON x (max|reference| + 0.3)\n");
   else
     std::printf("check against the f64 reference: error <= %.0e\n", kF64Tolerance);
   std::printf("  %-6s %12s %12s %12s\n", "tensor", "max abs err", "allowed", a.dtype == DType::f32 ? "plain f32" : "");

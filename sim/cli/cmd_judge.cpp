@@ -32,7 +32,9 @@ std::string quoted(const fs::path& p) {
   return s + "'";
 }
 
-int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 1; }
+int exit_code(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
 
 int cmd_judge(const std::vector<std::string>& args) {
   po::options_description desc("cpsim judge <exercise>: build the judge on your file and run it");
@@ -67,7 +69,8 @@ int cmd_judge(const std::vector<std::string>& args) {
 
   const fs::path dir = build_dir.empty() ? fs::read_symlink("/proc/self/exe").parent_path() : fs::path(build_dir);
   if (!fs::exists(dir / "CMakeCache.txt"))
-    throw UsageError(dir.string() + " is not a CMake build folder (no CMakeCache.txt); use --build-dir with the "
+    throw UsageError(dir.string() +
+                     " is not a CMake build folder (no CMakeCache.txt); use --build-dir with the "
                      "folder you built cpsim in");
   const std::string target = "judge_" + exercise + (vm.count("solution") ? "_solution" : "");
   if (!vm.count("no-build")) {

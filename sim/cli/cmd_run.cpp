@@ -44,7 +44,8 @@ void check_output(const std::string& flag, const std::string& path) {
 
 std::string read_text(const std::string& flag, const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError("--" + flag + " " + path + " cannot be read; name the output of cpsim bench strategies --json");
+  if (!f)
+    throw UsageError("--" + flag + " " + path + " cannot be read; name the output of cpsim bench strategies --json");
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
@@ -89,7 +90,8 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cout << format_report(r);
     if (!dump_dir.empty()) std::cout << "\nWrote q, k, v, out, lse" << (cfg.backward ? ", dout, dq, dk, dv" : "")
                                      << " as .npy into " << dump_dir << "\n";
-    if (!trace_path.empty()) std::cout << "\nWrote the trace to " << trace_path << " (open it in visualizer/index.html)\n";
+    if (!trace_path.empty())
+      std::cout << "\nWrote the trace to " << trace_path << " (open it in visualizer/index.html)\n";
     if (!html_path.empty()) std::cout << "\nWrote the visualizer page to " << html_path << " (open it in a browser)\n";
   }
   return r.check.ran && !r.check.passed ? 1 : 0;

@@ -41,8 +41,9 @@ namespace {
 
 void check_peer(int peer, int size, const char* call) {
   if (peer < 0 || peer >= size) {
-    throw UsageError(std::string(call) + " names rank " + std::to_string(peer) + ", but this communicator has ranks 0.." +
-                     std::to_string(size - 1) + "; use a rank of this communicator (sub-communicators renumber from 0)");
+    throw UsageError(std::string(call) + " names rank " + std::to_string(peer) +
+                     ", but this communicator has ranks 0.." + std::to_string(size - 1) +
+                     "; use a rank of this communicator (sub-communicators renumber from 0)");
   }
 }
 
@@ -51,11 +52,14 @@ void check_tag(int tag, const char* call) {
 }
 
 void check_buffer(const void* buf, std::size_t bytes, const char* call) {
-  require(buf != nullptr || bytes == 0, std::string(call) + " of " + std::to_string(bytes) + " bytes from a null buffer",
+  require(buf != nullptr || bytes == 0,
+          std::string(call) + " of " + std::to_string(bytes) + " bytes from a null buffer",
           "pass a buffer of that size (null is allowed for 0 bytes only)");
 }
 
-std::int64_t i64(std::size_t n) { return static_cast<std::int64_t>(n); }
+std::int64_t i64(std::size_t n) {
+  return static_cast<std::int64_t>(n);
+}
 
 }  // namespace
 
@@ -104,8 +108,8 @@ Request Communicator::irecv(void* buf, std::size_t bytes, int peer, int tag) {
   return Request(std::move(impl), rec_, "irecv", world_ranks_[peer]);
 }
 
-void Communicator::sendrecv(const void* sendbuf, std::size_t send_bytes, int dst, void* recvbuf,
-                            std::size_t recv_bytes, int src, int tag) {
+void Communicator::sendrecv(const void* sendbuf, std::size_t send_bytes, int dst, void* recvbuf, std::size_t recv_bytes,
+                            int src, int tag) {
   check_peer(dst, size_, "sendrecv (destination)");
   check_peer(src, size_, "sendrecv (source)");
   check_tag(tag, "sendrecv");

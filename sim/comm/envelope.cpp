@@ -6,20 +6,29 @@ namespace cpsim {
 
 const char* collective_name(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::none: return "p2p";
-    case CollectiveKind::all_gather: return "all_gather";
-    case CollectiveKind::reduce_scatter: return "reduce_scatter";
-    case CollectiveKind::all_to_all: return "all_to_all";
-    case CollectiveKind::all_reduce: return "all_reduce";
-    case CollectiveKind::barrier: return "barrier";
-    case CollectiveKind::split: return "split";
+    case CollectiveKind::none:
+      return "p2p";
+    case CollectiveKind::all_gather:
+      return "all_gather";
+    case CollectiveKind::reduce_scatter:
+      return "reduce_scatter";
+    case CollectiveKind::all_to_all:
+      return "all_to_all";
+    case CollectiveKind::all_reduce:
+      return "all_reduce";
+    case CollectiveKind::barrier:
+      return "barrier";
+    case CollectiveKind::split:
+      return "split";
   }
   return "?";
 }
 
 namespace {
 
-std::string rank_word(int r) { return "rank " + std::to_string(r); }
+std::string rank_word(int r) {
+  return "rank " + std::to_string(r);
+}
 
 std::string call_name(const Envelope& env) {
   return std::string(collective_name(env.kind)) + " #" + std::to_string(env.seq);
@@ -30,9 +39,12 @@ std::string call_name(const Envelope& env) {
 std::string describe_wait(const Envelope& env, bool sending, int peer_world) {
   const std::string dir = sending ? "send to " : "recv from ";
   switch (env.channel) {
-    case Channel::p2p: return dir + rank_word(peer_world) + " (tag " + std::to_string(env.tag) + ")";
-    case Channel::collective: return call_name(env) + " (" + dir + rank_word(peer_world) + ")";
-    case Channel::control: return "returning its result (" + dir + "the launcher)";
+    case Channel::p2p:
+      return dir + rank_word(peer_world) + " (tag " + std::to_string(env.tag) + ")";
+    case Channel::collective:
+      return call_name(env) + " (" + dir + rank_word(peer_world) + ")";
+    case Channel::control:
+      return "returning its result (" + dir + "the launcher)";
   }
   return dir + rank_word(peer_world);
 }

@@ -25,8 +25,8 @@ struct Envelope {
   std::uint64_t context = 0;  // which communicator: the world, or one made by split
   Channel channel = Channel::p2p;
   CollectiveKind kind = CollectiveKind::none;
-  std::int32_t tag = 0;       // user tag (p2p); 0 otherwise
-  std::uint64_t seq = 0;      // collective calls made on this communicator before this one
+  std::int32_t tag = 0;   // user tag (p2p); 0 otherwise
+  std::uint64_t seq = 0;  // collective calls made on this communicator before this one
 };
 
 // The header a message travels with. src is a world rank.

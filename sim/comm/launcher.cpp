@@ -4,6 +4,9 @@
 #include "sim/comm/launch_support.hpp"
 #include "sim/comm/processes_backend.hpp"
 #include "sim/comm/threads_backend.hpp"
+#ifdef CPSIM_HAVE_CUDA
+#include "sim/cuda/cuda_api.hpp"
+#endif
 
 namespace cpsim {
 
@@ -13,11 +16,16 @@ std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn);
 
 std::string_view backend_name(Backend b) {
   switch (b) {
-    case Backend::threads: return "threads";
-    case Backend::processes: return "processes";
-    case Backend::mpi: return "mpi";
-    case Backend::nccl: return "nccl";
-    case Backend::cuda_threads: return "cuda-threads";
+    case Backend::threads:
+      return "threads";
+    case Backend::processes:
+      return "processes";
+    case Backend::mpi:
+      return "mpi";
+    case Backend::nccl:
+      return "nccl";
+    case Backend::cuda_threads:
+      return "cuda-threads";
   }
   return "?";
 }
@@ -25,8 +33,7 @@ std::string_view backend_name(Backend b) {
 Backend parse_backend(std::string_view s) {
   for (Backend b : {Backend::threads, Backend::processes, Backend::mpi, Backend::nccl, Backend::cuda_threads})
     if (s == backend_name(b)) return b;
-  throw UsageError("unknown backend '" + std::string(s) +
-                   "'; use one of: threads, processes, mpi, nccl, cuda-threads");
+  throw UsageError("unknown backend '" + std::string(s) + "'; use one of: threads, processes, mpi, nccl, cuda-threads");
 }
 
 std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn) {
@@ -54,6 +61,9 @@ std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn) {
 #endif
     case Backend::nccl:
     case Backend::cuda_threads:
+#ifdef CPSIM_HAVE_CUDA
+      return opt.backend == Backend::nccl ? launch_nccl(opt, fn) : launch_cuda_threads(opt, fn);
+#endif
       throw UsageError("backend '" + std::string(backend_name(opt.backend)) +
                        "' is not built in (it needs a CUDA build); use --backend threads or --backend processes");
   }

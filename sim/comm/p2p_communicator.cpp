@@ -11,8 +11,7 @@ namespace cpsim {
 using collectives::Chunks;
 using collectives::Port;
 
-P2pCommunicator::P2pCommunicator(int rank, int size, Recorder& rec, std::vector<int> world_ranks,
-                                 std::uint64_t context)
+P2pCommunicator::P2pCommunicator(int rank, int size, Recorder& rec, std::vector<int> world_ranks, std::uint64_t context)
     : Communicator(rank, size, rec, std::move(world_ranks)), context_(context) {}
 
 Pending P2pCommunicator::post_send(const Envelope& env, const void* buf, std::size_t bytes, int peer) {
@@ -28,7 +27,9 @@ std::byte* P2pCommunicator::scratch(std::size_t bytes) {
   return scratch_.data();
 }
 
-Envelope P2pCommunicator::p2p(int tag) const { return Envelope{context_, Channel::p2p, CollectiveKind::none, tag, 0}; }
+Envelope P2pCommunicator::p2p(int tag) const {
+  return Envelope{context_, Channel::p2p, CollectiveKind::none, tag, 0};
+}
 
 Envelope P2pCommunicator::next_collective(CollectiveKind kind) {
   return Envelope{context_, Channel::collective, kind, 0, collectives_++};
@@ -77,8 +78,8 @@ void P2pCommunicator::do_all_to_all(const void* sendbuf, void* recvbuf, std::siz
 }
 
 void P2pCommunicator::do_all_reduce(const void* sendbuf, void* recvbuf, std::size_t count, DType dtype, ReduceOp op) {
-  collectives::ring_all_reduce(Port{*this, next_collective(CollectiveKind::all_reduce)}, sendbuf, recvbuf, count,
-                               dtype, op);
+  collectives::ring_all_reduce(Port{*this, next_collective(CollectiveKind::all_reduce)}, sendbuf, recvbuf, count, dtype,
+                               op);
 }
 
 void P2pCommunicator::do_barrier() {

@@ -47,8 +47,8 @@ class P2pCommunicator : public Communicator {
   void do_recv(void* buf, std::size_t bytes, int peer, int tag) override;
   std::unique_ptr<Request::Impl> do_isend(const void* buf, std::size_t bytes, int peer, int tag) override;
   std::unique_ptr<Request::Impl> do_irecv(void* buf, std::size_t bytes, int peer, int tag) override;
-  void do_sendrecv(const void* sendbuf, std::size_t send_bytes, int dst, void* recvbuf, std::size_t recv_bytes,
-                   int src, int tag) override;
+  void do_sendrecv(const void* sendbuf, std::size_t send_bytes, int dst, void* recvbuf, std::size_t recv_bytes, int src,
+                   int tag) override;
   void do_all_gather(const void* sendbuf, void* recvbuf, std::size_t bytes_per_rank) override;
   void do_reduce_scatter(const void* sendbuf, void* recvbuf, std::size_t count_per_rank, DType dtype) override;
   void do_all_to_all(const void* sendbuf, void* recvbuf, std::size_t bytes_per_rank) override;

@@ -58,7 +58,9 @@ class ProcessCommunicator final : public P2pCommunicator {
 // SIGINT / SIGTERM while a launch runs: remember the signal; the launcher stops every rank, restores the old
 // handlers and raises it again.
 volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+}
 
 class StopSignals {
  public:
@@ -97,8 +99,10 @@ std::string death_text(int sig) {
     case SIGILL:
     case SIGABRT:
     case SIGTRAP:
-    case SIGSYS: return "crashed with " + signal_text(sig);
-    default: return "killed by " + signal_text(sig);
+    case SIGSYS:
+      return "crashed with " + signal_text(sig);
+    default:
+      return "killed by " + signal_text(sig);
   }
 }
 

@@ -65,8 +65,8 @@ Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int s
   op->bytes = bytes;
   progress();
   // The oldest message of this stream that arrived before us, if any.
-  auto it = std::find_if(unexpected_.begin(), unexpected_.end(),
-                         [&](const auto& s) { return matches(env, src, s->hdr); });
+  auto it =
+      std::find_if(unexpected_.begin(), unexpected_.end(), [&](const auto& s) { return matches(env, src, s->hdr); });
   if (it == unexpected_.end()) {
     posted_.push_back(op);
     return std::make_unique<ShmPending>(*this, op);

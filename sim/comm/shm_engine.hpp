@@ -37,7 +37,7 @@ class ShmEngine {
   struct Op;
 
  private:
-  struct Stash;  // a message that arrived before its receive
+  struct Stash;     // a message that arrived before its receive
   struct Inbound {  // the message currently streaming in from one source
     bool active = false;
     std::uint64_t total = 0, got = 0;

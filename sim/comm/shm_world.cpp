@@ -21,7 +21,9 @@ namespace {
 
 constexpr std::uint64_t kMagic = 0x63707369'6d73686dULL;  // "cpsimshm"
 
-std::size_t round_up(std::size_t n) { return (n + 63) / 64 * 64; }
+std::size_t round_up(std::size_t n) {
+  return (n + 63) / 64 * 64;
+}
 
 // A futex on a word of a MAP_SHARED mapping works across processes (no FUTEX_PRIVATE_FLAG).
 long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t val, const timespec* timeout) {
@@ -80,7 +82,8 @@ ShmWorld::ShmWorld(void* base, int ranks, bool init) : ranks_(ranks) {
   for (int r = 0; r < ranks; ++r) new (&status_[r]) std::atomic<std::int32_t>(static_cast<int>(ShmStatus::running));
   for (int e = 0; e <= ranks; ++e) new (&bells_[e]) Doorbell();
   for (int s = 0; s < ranks; ++s)
-    for (int d = 0; d <= ranks; ++d) new (rings_ + (static_cast<std::size_t>(s) * (ranks + 1) + d) * Ring::bytes()) RingCounters();
+    for (int d = 0; d <= ranks; ++d)
+      new (rings_ + (static_cast<std::size_t>(s) * (ranks + 1) + d) * Ring::bytes()) RingCounters();
 }
 
 Ring ShmWorld::ring(int src, int dst) const {

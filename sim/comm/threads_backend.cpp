@@ -37,7 +37,7 @@ struct SendOp {
   const void* buf = nullptr;
   int dst = 0;
   std::shared_ptr<RecvOp> target;
-  bool sent = false;       // only the sending thread reads or writes these two
+  bool sent = false;  // only the sending thread reads or writes these two
   bool cancelled = false;
 };
 
@@ -51,9 +51,9 @@ struct Parcel {
 struct Mailbox {
   std::mutex m;
   std::condition_variable cv;
-  std::deque<Parcel> arrived;                   // in arrival order
-  std::vector<std::shared_ptr<RecvOp>> posted;  // in posting order
-  std::atomic<std::uint64_t> bell{0};           // changes on every event this rank may be waiting for
+  std::deque<Parcel> arrived;                    // in arrival order
+  std::vector<std::shared_ptr<RecvOp>> posted;   // in posting order
+  std::atomic<std::uint64_t> bell{0};            // changes on every event this rank may be waiting for
   std::vector<std::shared_ptr<SendOp>> pushing;  // this rank's rendezvous sends (its thread only)
   bool broken = false;                           // a wait of this rank failed: later waits fail at once
 };
@@ -223,7 +223,8 @@ Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t b
   Parcel parcel;
   {
     std::lock_guard lk(b.m);
-    auto it = std::find_if(b.arrived.begin(), b.arrived.end(), [&](const Parcel& p) { return matches(env, src, p.hdr); });
+    auto it =
+        std::find_if(b.arrived.begin(), b.arrived.end(), [&](const Parcel& p) { return matches(env, src, p.hdr); });
     if (it == b.arrived.end()) {  // nothing yet: the sender will find this receive posted
       b.posted.push_back(op);
       return std::make_unique<RecvImpl>(*this, me, op);
@@ -318,10 +319,11 @@ void ThreadsWorld::wait_for(int me, Done done, const Envelope& env, bool sending
       b.broken = true;
       throw;
     }
-    if (aborted_.load()) fail(Aborted("rank " + std::to_string(me) + " stopped: rank " + std::to_string(first_failed()) +
-                                      " failed"));
+    if (aborted_.load())
+      fail(Aborted("rank " + std::to_string(me) + " stopped: rank " + std::to_string(first_failed()) + " failed"));
     if (peer_status != kRunning) {
-      fail(Error(peer_gone_error(me, env, sending, peer, peer_status == kFinished ? "had already finished" : "failed")));
+      fail(
+          Error(peer_gone_error(me, env, sending, peer, peer_status == kFinished ? "had already finished" : "failed")));
     }
     if (policy.spin()) continue;
     std::unique_lock lk(b.m);
@@ -331,11 +333,13 @@ void ThreadsWorld::wait_for(int me, Done done, const Envelope& env, bool sending
 }
 
 void ThreadsWorld::wait_recv(int me, RecvOp& op) {
-  wait_for(me, [&] { return recv_done(op); }, op.env, false, op.src);
+  wait_for(
+      me, [&] { return recv_done(op); }, op.env, false, op.src);
 }
 
 void ThreadsWorld::wait_send(int me, const std::shared_ptr<SendOp>& op) {
-  wait_for(me, [&] { return op->sent; }, op->hdr.env, true, op->dst);
+  wait_for(
+      me, [&] { return op->sent; }, op->hdr.env, true, op->dst);
 }
 
 namespace {

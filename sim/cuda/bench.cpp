@@ -70,7 +70,8 @@ Cublas open_cublas() {
   c.lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (c.lib == nullptr) c.lib = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
   if (c.lib == nullptr)
-    throw Error("cuBLAS could not be loaded (" + std::string(dlerror()) + "); put the CUDA toolkit's library folder on "
+    throw Error("cuBLAS could not be loaded (" + std::string(dlerror()) +
+                "); put the CUDA toolkit's library folder on "
                 "LD_LIBRARY_PATH");
   c.create = reinterpret_cast<decltype(c.create)>(dlsym(c.lib, "cublasCreate_v2"));
   c.destroy = reinterpret_cast<decltype(c.destroy)>(dlsym(c.lib, "cublasDestroy_v2"));
@@ -81,7 +82,8 @@ Cublas open_cublas() {
 }
 
 void cublas_check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cuBLAS ") + what + " failed with status " + std::to_string(s));
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("cuBLAS ") + what + " failed with status " + std::to_string(s));
 }
 
 }  // namespace
@@ -97,14 +99,25 @@ double cublas_bf16_gemm_tflops(std::int64_t n, int device_index) {
                c = dev.alloc(d, DType::bf16, Layout::bsnd, "c");
   cuda::check(cuda::launch_fill_random(cuda::to_gpu_view(View(a)), 11, s), "random inputs");
   cuda::check(cuda::launch_fill_random(cuda::to_gpu_view(View(b)), 12, s), "random inputs");
-  cublasHandle_t h = nullptr;
-  cublas_check(lib.create(&h), "create");
+  // The handle and the events go away however this function ends.
+  struct Owned {
+    const Cublas& lib;
+    cublasHandle_t h = nullptr;
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    ~Owned() {
+      if (h) lib.destroy(h);
+      if (e0) cudaEventDestroy(e0);
+      if (e1) cudaEventDestroy(e1);
+    }
+  } own{lib};
+  cublas_check(lib.create(&own.h), "create");
+  cublasHandle_t h = own.h;
   double best_ms = 1e300;
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
-  try {
+  {
     cublas_check(lib.set_stream(h, s), "set stream");
-    cuda::check(cudaEventCreate(&e0), "creating an event");
-    cuda::check(cudaEventCreate(&e1), "creating an event");
+    cuda::check(cudaEventCreate(&own.e0), "creating an event");
+    cuda::check(cudaEventCreate(&own.e1), "creating an event");
+    const cudaEvent_t e0 = own.e0, e1 = own.e1;
     const float one = 1, zero = 0;
     const int ni = static_cast<int>(n);
     auto gemm = [&] {
@@ -123,13 +136,7 @@ double cublas_bf16_gemm_tflops(std::int64_t n, int device_index) {
       cuda::check(cudaEventElapsedTime(&ms, e0, e1), "reading an event");
       best_ms = std::min(best_ms, static_cast<double>(ms) / kPerRound);
     }
-  } catch (...) {
-    lib.destroy(h);
-    throw;
   }
-  lib.destroy(h);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
   return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / (best_ms * 1e-3) / 1e12;
 }
 

@@ -16,14 +16,17 @@ std::uint16_t to_bf16_bits(double x) {
   return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-double from_bf16_bits(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
+double from_bf16_bits(std::uint16_t b) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+}
 
 void upload_doubles(Device& dev, const Buffer& dst, const std::vector<double>& values) {
   if (static_cast<std::int64_t>(values.size()) != dst.numel())
     throw Error("upload to '" + dst.name() + "': " + std::to_string(values.size()) + " values for " +
                 std::to_string(dst.numel()) + " elements");
   switch (dst.dtype()) {
-    case DType::f64: return dev.upload(dst, values.data());
+    case DType::f64:
+      return dev.upload(dst, values.data());
     case DType::f32: {
       const std::vector<float> f(values.begin(), values.end());
       return dev.upload(dst, f.data());
@@ -33,7 +36,8 @@ void upload_doubles(Device& dev, const Buffer& dst, const std::vector<double>& v
       for (std::size_t i = 0; i < values.size(); ++i) h[i] = to_bf16_bits(values[i]);
       return dev.upload(dst, h.data());
     }
-    case DType::i64: break;
+    case DType::i64:
+      break;
   }
   throw Error("upload to '" + dst.name() + "': host values convert to bf16, f32 or f64 only");
 }
@@ -58,7 +62,8 @@ std::vector<double> download_doubles(Device& dev, const Buffer& src) {
       for (std::size_t i = 0; i < n; ++i) d[i] = from_bf16_bits(h[i]);
       return d;
     }
-    case DType::i64: break;
+    case DType::i64:
+      break;
   }
   throw Error("download of '" + src.name() + "': host values convert from bf16, f32 or f64 only");
 }

@@ -28,10 +28,10 @@ struct GpuInfo {
   std::int64_t memory_bytes = 0;
 };
 struct GpuProbe {
-  std::string problem;            // "" when at least one usable GPU is present
-  int driver_version = 0;         // e.g. 13000 for CUDA 13.0; 0 when no driver is installed
-  int runtime_version = 0;        // the CUDA runtime cpsim was built with
-  std::vector<GpuInfo> gpus;      // the visible GPUs (CUDA_VISIBLE_DEVICES applies)
+  std::string problem;        // "" when at least one usable GPU is present
+  int driver_version = 0;     // e.g. 13000 for CUDA 13.0; 0 when no driver is installed
+  int runtime_version = 0;    // the CUDA runtime cpsim was built with
+  std::vector<GpuInfo> gpus;  // the visible GPUs (CUDA_VISIBLE_DEVICES applies)
 };
 GpuProbe probe_gpus();
 std::string cuda_runtime_problem();
@@ -70,7 +70,9 @@ CloseCheck check_close(const std::vector<double>& got, const std::vector<double>
 // bf16 on the host: round to nearest even (as the GPU's __float2bfloat16_rn), and back.
 std::uint16_t to_bf16_bits(double x);
 double from_bf16_bits(std::uint16_t b);
-inline double round_to_bf16(double x) { return from_bf16_bits(to_bf16_bits(x)); }
+inline double round_to_bf16(double x) {
+  return from_bf16_bits(to_bf16_bits(x));
+}
 
 // Host values (double) in and out of a device buffer of dtype bf16, f32 or f64 (rounded on the way in).
 void upload_doubles(Device& dev, const Buffer& dst, const std::vector<double>& values);

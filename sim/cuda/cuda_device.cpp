@@ -13,17 +13,22 @@ namespace {
 
 ElemType elem_type(DType t) {
   switch (t) {
-    case DType::f32: return ElemType::f32;
-    case DType::bf16: return ElemType::bf16;
-    case DType::f64: return ElemType::f64;
-    case DType::i64: return ElemType::i64;
+    case DType::f32:
+      return ElemType::f32;
+    case DType::bf16:
+      return ElemType::bf16;
+    case DType::f64:
+      return ElemType::f64;
+    case DType::i64:
+      return ElemType::i64;
   }
   return ElemType::f32;
 }
 
 int narrow(std::int64_t x, const View& v) {
   if (x < 0 || x > std::numeric_limits<int>::max())
-    throw Error("buffer '" + v.buf.name() + "': an extent of " + std::to_string(x) + " is too large for the CUDA kernels");
+    throw Error("buffer '" + v.buf.name() + "': an extent of " + std::to_string(x) +
+                " is too large for the CUDA kernels");
   return static_cast<int>(x);
 }
 
@@ -34,8 +39,9 @@ void check_data(const View& v, const char* what) {
 
 void check_pair(const View& dst, const View& src, const char* what) {
   if (!dst.same_extent(src) || dst.buf.layout() != src.buf.layout())
-    throw Error(std::string(what) + ": views differ in extent or layout (" + to_string(dst.buf.dims(), dst.buf.layout()) +
-                " box vs " + to_string(src.buf.dims(), src.buf.layout()) + " box)");
+    throw Error(std::string(what) + ": views differ in extent or layout (" +
+                to_string(dst.buf.dims(), dst.buf.layout()) + " box vs " + to_string(src.buf.dims(), src.buf.layout()) +
+                " box)");
   check_data(dst, what);
   check_data(src, what);
 }
@@ -164,20 +170,22 @@ void CudaDevice::add(const View& dst, const View& src) {
 void CudaDevice::merge(const View& out_acc, const View& lse_acc, const View& out_t, const View& lse_t) {
   if (!out_acc.same_extent(out_t) || !lse_acc.same_extent(lse_t))
     throw Error("merge: the two partial results must cover the same rows, heads and batches");
-  if (lse_acc.buf.layout() != Layout::bns || lse_t.buf.layout() != Layout::bns || out_acc.buf.layout() != Layout::bsnd ||
-      out_t.buf.layout() != Layout::bsnd)
+  if (lse_acc.buf.layout() != Layout::bns || lse_t.buf.layout() != Layout::bns ||
+      out_acc.buf.layout() != Layout::bsnd || out_t.buf.layout() != Layout::bsnd)
     throw Error("merge: out views must be [B, S, N, D] and lse views [B, N, S]");
   if (lse_acc.nb != out_acc.nb || lse_acc.ns != out_acc.ns || lse_acc.nh != out_acc.nh)
     throw Error("merge: lse must have one value per row and head of out");
   check_types({&lse_acc, &lse_t}, DType::f32, "merge");
   check_types({&out_t}, out_acc.buf.dtype(), "merge");
   check_data(out_acc, "merge");
-  check(launch_merge(to_gpu_view(out_acc), to_gpu_view(lse_acc), to_gpu_view(out_t), to_gpu_view(lse_t),
-                     gpu_->compute()),
-        "merge into '" + out_acc.buf.name() + "'");
+  check(
+      launch_merge(to_gpu_view(out_acc), to_gpu_view(lse_acc), to_gpu_view(out_t), to_gpu_view(lse_t), gpu_->compute()),
+      "merge into '" + out_acc.buf.name() + "'");
 }
 
-void CudaDevice::synchronize() { gpu_->wait(gpu_->compute(), "synchronize"); }
+void CudaDevice::synchronize() {
+  gpu_->wait(gpu_->compute(), "synchronize");
+}
 
 void* CudaDevice::workspace(void*& ptr, std::size_t& cap, std::size_t bytes) {
   if (bytes <= cap) return ptr;
@@ -256,9 +264,9 @@ TileCounts CudaDevice::do_attention_forward(const View& q, const Positions& q_po
 }
 
 TileCounts CudaDevice::do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
-                                             const Positions& k_pos, const View& out, const View& lse,
-                                             const View& dout, const View& dq, const View& dk, const View& dv,
-                                             bool causal, double scale) {
+                                             const Positions& k_pos, const View& out, const View& lse, const View& dout,
+                                             const View& dq, const View& dk, const View& dv, bool causal,
+                                             double scale) {
   check_activations({&q, &k, &v, &out, &dout, &dq, &dk, &dv}, "attention backward");
   check_types({&dout}, q.buf.dtype(), "attention backward");
   check_types({&dq, &dk, &dv}, DType::f32, "attention backward (the gradient accumulators)");

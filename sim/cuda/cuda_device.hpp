@@ -48,8 +48,7 @@ class CudaDevice final : public Device {
                                   double scale) override;
   TileCounts do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                    const Positions& k_pos, const View& out, const View& lse, const View& dout,
-                                   const View& dq, const View& dk, const View& dv, bool causal,
-                                   double scale) override;
+                                   const View& dq, const View& dk, const View& dv, bool causal, double scale) override;
 
  private:
   AttentionArgs args(const View& q, const Positions& q_pos, const View& k, const View& v, const Positions& k_pos,
@@ -58,11 +57,11 @@ class CudaDevice final : public Device {
   void* workspace(void*& ptr, std::size_t& cap, std::size_t bytes);
 
   std::shared_ptr<RankGpu> gpu_;
-  void* pos_dev_ = nullptr;          // q and k positions, device copy
+  void* pos_dev_ = nullptr;  // q and k positions, device copy
   std::size_t pos_dev_cap_ = 0;
   std::int64_t* pos_host_ = nullptr;  // pinned staging for them
   std::size_t pos_host_cap_ = 0;
-  void* di_ = nullptr;               // backward: Di per query row
+  void* di_ = nullptr;  // backward: Di per query row
   std::size_t di_cap_ = 0;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   double last_ms_ = 0;

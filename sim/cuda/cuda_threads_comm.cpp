@@ -23,25 +23,36 @@ constexpr std::uint64_t kWorldGroup = 1;
 
 ElemType elem(DType t) {
   switch (t) {
-    case DType::f32: return ElemType::f32;
-    case DType::f64: return ElemType::f64;
-    case DType::bf16: return ElemType::bf16;
-    case DType::i64: return ElemType::i64;
+    case DType::f32:
+      return ElemType::f32;
+    case DType::f64:
+      return ElemType::f64;
+    case DType::bf16:
+      return ElemType::bf16;
+    case DType::i64:
+      return ElemType::i64;
   }
   return ElemType::f32;
 }
 
 ReduceKind reduce_kind(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return ReduceKind::sum;
-    case ReduceOp::max: return ReduceKind::max;
-    case ReduceOp::min: return ReduceKind::min;
+    case ReduceOp::sum:
+      return ReduceKind::sum;
+    case ReduceOp::max:
+      return ReduceKind::max;
+    case ReduceOp::min:
+      return ReduceKind::min;
   }
   return ReduceKind::sum;
 }
 
-const char* at_offset(const void* p, std::size_t bytes) { return static_cast<const char*>(p) + bytes; }
-char* at_offset(void* p, std::size_t bytes) { return static_cast<char*>(p) + bytes; }
+const char* at_offset(const void* p, std::size_t bytes) {
+  return static_cast<const char*>(p) + bytes;
+}
+char* at_offset(void* p, std::size_t bytes) {
+  return static_cast<char*>(p) + bytes;
+}
 
 class GpuRequest final : public Request::Impl {
  public:
@@ -80,14 +91,16 @@ class CudaThreadsCommunicator final : public Communicator {
         id_(id),
         gpu_(std::move(gpu)),
         me_(world_ranks()[rank]) {
-    check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "creating a communicator event");
-    check(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "creating a communicator event");
+    std::lock_guard lk(world_->mutex());
+    GpuGroup::Slot& s = group_->slots[rank];
+    if (!s.ready) check(cudaEventCreateWithFlags(&s.ready, cudaEventDisableTiming), "creating a communicator event");
+    if (!s.done) check(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), "creating a communicator event");
+    ready_ = s.ready;
+    done_ = s.done;
   }
   ~CudaThreadsCommunicator() override {
     cudaStreamSynchronize(gpu_->comm());
     if (scratch_) cudaFreeAsync(scratch_, gpu_->compute());
-    cudaEventDestroy(ready_);
-    cudaEventDestroy(done_);
   }
   std::string backend() const override { return "cuda-threads"; }
 
@@ -110,7 +123,9 @@ class CudaThreadsCommunicator final : public Communicator {
     return std::make_unique<GpuRequest>(*world_, *gpu_, me_, peer_world, std::move(t), what);
   }
 
-  void do_send(const void* buf, std::size_t bytes, int peer, int tag) override { do_isend(buf, bytes, peer, tag)->wait(); }
+  void do_send(const void* buf, std::size_t bytes, int peer, int tag) override {
+    do_isend(buf, bytes, peer, tag)->wait();
+  }
   void do_recv(void* buf, std::size_t bytes, int peer, int tag) override { do_irecv(buf, bytes, peer, tag)->wait(); }
   std::unique_ptr<Request::Impl> do_isend(const void* buf, std::size_t bytes, int peer, int tag) override {
     return post(const_cast<void*>(buf), bytes, peer, tag, true);  // never written through: it is the copy's source
@@ -135,8 +150,6 @@ class CudaThreadsCommunicator final : public Communicator {
       std::lock_guard lk(world_->mutex());
       group_->slots[i].send = send;
       group_->slots[i].recv = recv;
-      group_->slots[i].ready = ready_;
-      group_->slots[i].done = done_;
     }
     world_->rendezvous(me_, *group_, name);
     for (const auto& s : group_->slots) check(cudaStreamWaitEvent(gpu_->comm(), s.ready, 0), name);
@@ -150,8 +163,7 @@ class CudaThreadsCommunicator final : public Communicator {
 
   void do_all_gather(const void* sendbuf, void* recvbuf, std::size_t n) override {
     collective("all_gather", sendbuf, recvbuf, [&](const std::vector<GpuGroup::Slot>& slots) {
-      for (std::size_t p = 0; p < slots.size(); ++p)
-        copy(at_offset(recvbuf, p * n), slots[p].send, n, "all_gather");
+      for (std::size_t p = 0; p < slots.size(); ++p) copy(at_offset(recvbuf, p * n), slots[p].send, n, "all_gather");
     });
   }
 
@@ -169,7 +181,8 @@ class CudaThreadsCommunicator final : public Communicator {
   void do_all_to_all(const void* sendbuf, void* recvbuf, std::size_t n) override {
     const std::size_t mine = static_cast<std::size_t>(rank()) * n;
     collective("all_to_all", sendbuf, recvbuf, [&](const std::vector<GpuGroup::Slot>& slots) {
-      for (std::size_t p = 0; p < slots.size(); ++p) copy(at_offset(recvbuf, p * n), at_offset(slots[p].send, mine), n, "all_to_all");
+      for (std::size_t p = 0; p < slots.size(); ++p)
+        copy(at_offset(recvbuf, p * n), at_offset(slots[p].send, mine), n, "all_to_all");
     });
   }
 
@@ -234,7 +247,7 @@ class CudaThreadsCommunicator final : public Communicator {
   std::uint64_t id_;
   std::shared_ptr<RankGpu> gpu_;
   int me_;
-  cudaEvent_t ready_ = nullptr, done_ = nullptr;
+  cudaEvent_t ready_ = nullptr, done_ = nullptr;  // this member's slot events (owned by the group)
   void* scratch_ = nullptr;
   std::size_t scratch_cap_ = 0;
   std::uint64_t splits_ = 0;

@@ -17,6 +17,13 @@ PostedOp::~PostedOp() {
 
 GpuGroup::GpuGroup(std::vector<int> m) : members(std::move(m)), slots(members.size()) {}
 
+GpuGroup::~GpuGroup() {
+  for (Slot& s : slots) {
+    if (s.ready) cudaEventDestroy(s.ready);
+    if (s.done) cudaEventDestroy(s.done);
+  }
+}
+
 GpuWorld::GpuWorld(int size, std::chrono::milliseconds timeout)
     : size_(size), timeout_(timeout), status_(size, running), sends_(size), recvs_(size) {}
 
@@ -86,14 +93,15 @@ void GpuWorld::wait_for(std::unique_lock<std::mutex>& lk, int me, Done done, con
         throw Error("rank " + std::to_string(me) + " waited in " + what + ", but rank " + std::to_string(p) +
                     (status_[p] == finished ? " had already finished" : " failed"));
     if (cv_.wait_until(lk, deadline) == std::cv_status::timeout && !done())
-      throw Error("rank " + std::to_string(me) + " waited " + std::to_string(timeout_.count() / 1000) + " s in " + what +
-                  ": likely deadlock (no rank posted the matching operation)");
+      throw Error("rank " + std::to_string(me) + " waited " + std::to_string(timeout_.count() / 1000) + " s in " +
+                  what + ": likely deadlock (no rank posted the matching operation)");
   }
 }
 
 void GpuWorld::wait_transfer(int me, const Transfer& t, int peer, const std::string& what) {
   std::unique_lock lk(m_);
-  wait_for(lk, me, [&] { return t.issued || !t.error.empty(); }, {peer}, what);
+  wait_for(
+      lk, me, [&] { return t.issued || !t.error.empty(); }, {peer}, what);
   if (!t.error.empty()) throw Error(t.error);
 }
 
@@ -112,7 +120,8 @@ void GpuWorld::rendezvous(int me, GpuGroup& g, const std::string& what) {
     cv_.notify_all();
     return;
   }
-  wait_for(lk, me, [&] { return g.generation != gen; }, g.members, what);
+  wait_for(
+      lk, me, [&] { return g.generation != gen; }, g.members, what);
 }
 
 std::shared_ptr<GpuGroup> GpuWorld::group(std::uint64_t id, const std::vector<int>& members) {

@@ -38,19 +38,24 @@ struct PostedOp {
   int src = 0, dst = 0, tag = 0;  // world ranks
   void* ptr = nullptr;            // the send or receive buffer
   std::size_t bytes = 0;
-  cudaEvent_t ready = nullptr;    // recorded on the poster's compute stream; owned
+  cudaEvent_t ready = nullptr;  // recorded on the poster's compute stream; owned
   cudaStream_t poster_comm = nullptr;
   std::shared_ptr<Transfer> transfer = std::make_shared<Transfer>();
   ~PostedOp();
 };
 
-// One communicator's members, meeting at rendezvous.
+// One communicator's members, meeting at rendezvous. Member i records slot i's events and the others wait on
+// them, so the events belong to the group (which lives as long as the launch): a member that has finished may not
+// take them away from one that is still to wait.
 struct GpuGroup {
   explicit GpuGroup(std::vector<int> members);
+  ~GpuGroup();
+  GpuGroup(const GpuGroup&) = delete;
+  GpuGroup& operator=(const GpuGroup&) = delete;
   struct Slot {
     const void* send = nullptr;
     void* recv = nullptr;
-    cudaEvent_t ready = nullptr, done = nullptr;
+    cudaEvent_t ready = nullptr, done = nullptr;  // created by member i on its first use of the group
     int color = 0, key = 0;
   };
   std::vector<int> members;  // world ranks, in group order

@@ -19,25 +19,36 @@ namespace {
 
 ncclDataType_t nccl_type(DType t) {
   switch (t) {
-    case DType::f32: return ncclFloat32;
-    case DType::f64: return ncclFloat64;
-    case DType::bf16: return ncclBfloat16;
-    case DType::i64: return ncclInt64;
+    case DType::f32:
+      return ncclFloat32;
+    case DType::f64:
+      return ncclFloat64;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::i64:
+      return ncclInt64;
   }
   return ncclFloat32;
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return ncclSum;
-    case ReduceOp::max: return ncclMax;
-    case ReduceOp::min: return ncclMin;
+    case ReduceOp::sum:
+      return ncclSum;
+    case ReduceOp::max:
+      return ncclMax;
+    case ReduceOp::min:
+      return ncclMin;
   }
   return ncclSum;
 }
 
-const char* offset(const void* p, std::size_t n) { return static_cast<const char*>(p) + n; }
-char* offset(void* p, std::size_t n) { return static_cast<char*>(p) + n; }
+const char* offset(const void* p, std::size_t n) {
+  return static_cast<const char*>(p) + n;
+}
+char* offset(void* p, std::size_t n) {
+  return static_cast<char*>(p) + n;
+}
 
 }  // namespace
 
@@ -147,15 +158,13 @@ void NcclCommunicator::blocking(const std::string& what, Calls&& calls) {
 }
 
 void NcclCommunicator::do_send(const void* buf, std::size_t bytes, int peer, int) {
-  blocking("send to rank " + std::to_string(world_ranks()[peer]), [&] {
-    nccl_check(ncclSend(buf, bytes, ncclUint8, peer, comm_, gpu_->comm()), "ncclSend", comm_);
-  });
+  blocking("send to rank " + std::to_string(world_ranks()[peer]),
+           [&] { nccl_check(ncclSend(buf, bytes, ncclUint8, peer, comm_, gpu_->comm()), "ncclSend", comm_); });
 }
 
 void NcclCommunicator::do_recv(void* buf, std::size_t bytes, int peer, int) {
-  blocking("recv from rank " + std::to_string(world_ranks()[peer]), [&] {
-    nccl_check(ncclRecv(buf, bytes, ncclUint8, peer, comm_, gpu_->comm()), "ncclRecv", comm_);
-  });
+  blocking("recv from rank " + std::to_string(world_ranks()[peer]),
+           [&] { nccl_check(ncclRecv(buf, bytes, ncclUint8, peer, comm_, gpu_->comm()), "ncclRecv", comm_); });
 }
 
 void NcclCommunicator::do_sendrecv(const void* sendbuf, std::size_t send_bytes, int dst, void* recvbuf,
@@ -193,8 +202,7 @@ void NcclCommunicator::do_all_to_all(const void* sendbuf, void* recvbuf, std::si
   });
 }
 
-void NcclCommunicator::do_all_reduce(const void* sendbuf, void* recvbuf, std::size_t count, DType dtype,
-                                     ReduceOp op) {
+void NcclCommunicator::do_all_reduce(const void* sendbuf, void* recvbuf, std::size_t count, DType dtype, ReduceOp op) {
   blocking("all_reduce", [&] {
     nccl_check(ncclAllReduce(sendbuf, recvbuf, count, nccl_type(dtype), nccl_op(op), comm_, gpu_->comm()),
                "ncclAllReduce", comm_);

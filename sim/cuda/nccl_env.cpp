@@ -31,8 +31,8 @@ JobEnv job_env() {
   JobEnv e;
   e.rank = first_int({"CPSIM_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"});
   e.size = first_int({"CPSIM_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"});
-  e.local_rank = first_int({"CPSIM_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
-                            "LOCAL_RANK"});
+  e.local_rank =
+      first_int({"CPSIM_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"});
   e.external = e.rank >= 0 && e.size > 1;
   return e;
 }
@@ -46,8 +46,9 @@ ncclUniqueId job_nccl_id(const JobEnv& env, std::chrono::milliseconds timeout) {
   }
   const char* file = std::getenv("CPSIM_NCCL_ID_FILE");
   if (file == nullptr || *file == '\0')
-    throw UsageError("an nccl run started by mpirun or srun must share rank 0's NCCL id: set CPSIM_NCCL_ID_FILE to a "
-                     "new path on a filesystem every machine sees, or NCCL_COMM_ID=<host of rank 0>:<free port>");
+    throw UsageError(
+        "an nccl run started by mpirun or srun must share rank 0's NCCL id: set CPSIM_NCCL_ID_FILE to a "
+        "new path on a filesystem every machine sees, or NCCL_COMM_ID=<host of rank 0>:<free port>");
   const std::filesystem::path path(file);
   if (env.rank == 0) {
     nccl_check(ncclGetUniqueId(&id), who + "ncclGetUniqueId");

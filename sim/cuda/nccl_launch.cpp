@@ -68,9 +68,8 @@ void require_gpus(int ranks) {
   cuda::check(cudaGetDeviceCount(&n), "counting GPUs");
   if (n < ranks)
     throw UsageError("--backend nccl runs one rank per GPU: " + std::to_string(ranks) + " ranks need " +
-                     std::to_string(ranks) + " GPUs, but " + std::to_string(n) +
-                     " are visible; use --ranks " + std::to_string(n) +
-                     " or fewer, or --backend cuda-threads (every rank on one GPU)");
+                     std::to_string(ranks) + " GPUs, but " + std::to_string(n) + " are visible; use --ranks " +
+                     std::to_string(n) + " or fewer, or --backend cuda-threads (every rank on one GPU)");
 }
 
 // The body of rank r. Never returns.
@@ -97,7 +96,8 @@ void require_gpus(int ranks) {
       }
     }
     ncclComm_t comm = nullptr;
-    cuda::nccl_check(ncclCommInitRank(&comm, opt.ranks, shared->id, r), "rank " + std::to_string(r) + ": ncclCommInitRank");
+    cuda::nccl_check(ncclCommInitRank(&comm, opt.ranks, shared->id, r),
+                     "rank " + std::to_string(r) + ": ncclCommInitRank");
     Recorder rec(r, opt.tracing);
     rec.set_epoch(epoch);
     std::string result;
@@ -150,15 +150,17 @@ std::string death_text(int status) {
 
 std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& fn) {
   if (cuda::cuda_used())
-    throw Error("--backend nccl starts its ranks with fork(), and CUDA does not survive a fork once a process has "
-                "used it; start the nccl run from a fresh process (one cpsim command per nccl run)");
+    throw Error(
+        "--backend nccl starts its ranks with fork(), and CUDA does not survive a fork once a process has "
+        "used it; start the nccl run from a fresh process (one cpsim command per nccl run)");
   const GpuProbe probe = probe_gpus();
   if (!probe.problem.empty()) throw Error("--backend nccl: " + probe.problem);
   const int c = opt.ranks;
   require(static_cast<int>(probe.gpus.size()) >= c,
           "--backend nccl runs one rank per GPU: " + std::to_string(c) + " ranks need " + std::to_string(c) +
               " GPUs, but " + std::to_string(probe.gpus.size()) + " are visible",
-          "use --ranks " + std::to_string(probe.gpus.size()) + " or fewer, or --backend cuda-threads (every rank on one GPU)");
+          "use --ranks " + std::to_string(probe.gpus.size()) +
+              " or fewer, or --backend cuda-threads (every rank on one GPU)");
   void* mem = ::mmap(nullptr, sizeof(SharedBlock), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) throw Error(std::string("shared memory for the NCCL id: ") + std::strerror(errno));
   auto* shared = new (mem) SharedBlock();
@@ -211,15 +213,18 @@ std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& f
     std::vector<pollfd> fds;
     for (const Child& ch : children)
       if (ch.pid > 0 && !ch.closed) fds.push_back(pollfd{ch.fd, POLLIN, 0});
-    if (!fds.empty()) ::poll(fds.data(), fds.size(), 50);
-    else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!fds.empty())
+      ::poll(fds.data(), fds.size(), 50);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     for (Child& ch : children) {
       if (ch.pid <= 0 || ch.closed) continue;
       pollfd p{ch.fd, POLLIN, 0};
       if (::poll(&p, 1, 0) <= 0) continue;
       char buf[65536];
       const ssize_t n = ::read(ch.fd, buf, sizeof buf);
-      if (n > 0) ch.record.append(buf, static_cast<std::size_t>(n));
+      if (n > 0)
+        ch.record.append(buf, static_cast<std::size_t>(n));
       else if (n == 0 || errno != EINTR) {
         ch.closed = true;
         ::close(ch.fd);
@@ -279,8 +284,9 @@ std::vector<RankOutcome> launch_external(const LaunchOptions& opt, const RankFn&
   const int gpus = static_cast<int>(probe.gpus.size());
   const int device = env.local_rank >= 0 ? env.local_rank : env.rank % gpus;
   if (device >= gpus)
-    throw UsageError("rank " + std::to_string(env.rank) + " is local rank " + std::to_string(device) + " but its machine has " +
-                     std::to_string(gpus) + " visible GPUs; start at most " + std::to_string(gpus) + " processes per machine");
+    throw UsageError("rank " + std::to_string(env.rank) + " is local rank " + std::to_string(device) +
+                     " but its machine has " + std::to_string(gpus) + " visible GPUs; start at most " +
+                     std::to_string(gpus) + " processes per machine");
   auto gpu = std::make_shared<cuda::RankGpu>(device, env.rank, opt.timeout);
   cuda::RankGpu::set_current(gpu);
   const ncclUniqueId id = cuda::job_nccl_id(env, opt.timeout);

@@ -23,7 +23,9 @@ namespace {
 
 constexpr int kMinMajor = 8;  // mma.sync with bf16, cp.async, ldmatrix: Ampere (8.0) and newer
 
-std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+std::string cuda_version(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
 
 GpuProbe probe_here() {
   cuda::note_cuda_used();
@@ -34,12 +36,15 @@ GpuProbe probe_here() {
   const cudaError_t e = cudaGetDeviceCount(&n);
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   if (p.driver_version == 0) {
-    p.problem = "no NVIDIA driver was found (the CUDA driver library libcuda.so.1 is missing); install the NVIDIA "
-                "driver on a machine with an NVIDIA GPU, or use --backend threads";
+    p.problem =
+        "no NVIDIA driver was found (the CUDA driver library libcuda.so.1 is missing); install the NVIDIA "
+        "driver on a machine with an NVIDIA GPU, or use --backend threads";
   } else if (p.driver_version < p.runtime_version || e == cudaErrorInsufficientDriver) {
     p.problem = "the NVIDIA driver supports CUDA " + cuda_version(p.driver_version) + ", older than the CUDA " +
-                cuda_version(p.runtime_version) + " runtime cpsim was built with; update the driver, or build cpsim "
-                "with a CUDA toolkit no newer than " + cuda_version(p.driver_version);
+                cuda_version(p.runtime_version) +
+                " runtime cpsim was built with; update the driver, or build cpsim "
+                "with a CUDA toolkit no newer than " +
+                cuda_version(p.driver_version);
   } else if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0)) {
     p.problem = std::string("no CUDA GPU is visible") +
                 (visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : std::string()) +
@@ -152,7 +157,9 @@ GpuProbe probe_gpus() {
   return *cached;
 }
 
-std::string cuda_runtime_problem() { return probe_gpus().problem; }
+std::string cuda_runtime_problem() {
+  return probe_gpus().problem;
+}
 
 std::unique_ptr<Device> make_cuda_device(Recorder& rec, int device_index) {
   if (auto gpu = cuda::RankGpu::current()) {

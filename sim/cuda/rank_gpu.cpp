@@ -17,8 +17,12 @@ std::string seconds(std::chrono::milliseconds t) {
 }
 }  // namespace
 
-void note_cuda_used() { g_cuda_used.store(true); }
-bool cuda_used() { return g_cuda_used.load(); }
+void note_cuda_used() {
+  g_cuda_used.store(true);
+}
+bool cuda_used() {
+  return g_cuda_used.load();
+}
 
 RankGpu::RankGpu(int device, int rank, std::chrono::milliseconds timeout)
     : device_(device), rank_(rank), timeout_(timeout) {
@@ -111,7 +115,11 @@ void RankGpu::abort_watches() {
   for (auto& [key, w] : watches_) w.abort();
 }
 
-std::shared_ptr<RankGpu> RankGpu::current() { return t_current; }
-void RankGpu::set_current(std::shared_ptr<RankGpu> gpu) { t_current = std::move(gpu); }
+std::shared_ptr<RankGpu> RankGpu::current() {
+  return t_current;
+}
+void RankGpu::set_current(std::shared_ptr<RankGpu> gpu) {
+  t_current = std::move(gpu);
+}
 
 }  // namespace cpsim::cuda

@@ -11,8 +11,7 @@ TileCounts count_tiles(const Positions& q_pos, const Positions& k_pos, bool caus
   for (std::int64_t i0 = 0; i0 < sq; i0 += q_rows) {
     const std::int64_t last = std::min(sq, i0 + q_rows) - 1;
     // Keys at or before the tile's last query: a prefix; every key tile that starts inside it is computed.
-    const std::int64_t keys =
-        causal ? std::upper_bound(k_pos.begin(), k_pos.end(), q_pos[last]) - k_pos.begin() : sk;
+    const std::int64_t keys = causal ? std::upper_bound(k_pos.begin(), k_pos.end(), q_pos[last]) - k_pos.begin() : sk;
     const std::int64_t computed = (keys + k_rows - 1) / k_rows;
     c.computed += computed;
     c.skipped += key_tiles - computed;

@@ -18,8 +18,9 @@ GpuTolerance gpu_tolerance(DType dtype, bool gqa) {
   if (dtype == DType::bf16) {
     const double t = gqa ? 3.5e-2 : 2.5e-2;
     const std::string s = gqa ? "3.5e-2" : "2.5e-2";
-    return {t, t, "bf16: |err| <= " + s + " + " + s + " x |reference| per element (Transformer Engine's CP tests" +
-                      (gqa ? ", GQA)" : ")")};
+    return {t, t,
+            "bf16: |err| <= " + s + " + " + s + " x |reference| per element (Transformer Engine's CP tests" +
+                (gqa ? ", GQA)" : ")")};
   }
   if (dtype == DType::f32) return {1e-5, 1e-4, "f32: |err| <= 1e-5 + 1e-4 x |reference| per element"};
   throw UsageError("GPU runs are checked in bf16 or f32 (got " + std::string(dtype_name(dtype)) + ")");

@@ -44,8 +44,9 @@ void for_each_run(const View& dst, const View& src, Fn&& fn) {
 
 void check_pair(const View& dst, const View& src, const char* what) {
   if (!dst.same_extent(src) || dst.buf.layout() != src.buf.layout())
-    throw Error(std::string(what) + ": views differ in extent or layout (" + to_string(dst.buf.dims(), dst.buf.layout()) +
-                " box vs " + to_string(src.buf.dims(), src.buf.layout()) + " box)");
+    throw Error(std::string(what) + ": views differ in extent or layout (" +
+                to_string(dst.buf.dims(), dst.buf.layout()) + " box vs " + to_string(src.buf.dims(), src.buf.layout()) +
+                " box)");
   check_data(dst, what);
   check_data(src, what);
 }
@@ -110,7 +111,8 @@ void CpuDevice::fill(const View& dst, double value) {
   with_type(dst.buf.dtype(), "fill", [&](auto zero) {
     using T = decltype(zero);
     T* p = dst.buf.as<T>();
-    for_each_run(dst, dst, [&](std::int64_t o, std::int64_t, std::int64_t n) { std::fill(p + o, p + o + n, T(value)); });
+    for_each_run(dst, dst,
+                 [&](std::int64_t o, std::int64_t, std::int64_t n) { std::fill(p + o, p + o + n, T(value)); });
   });
 }
 
@@ -163,9 +165,8 @@ TileCounts CpuDevice::do_attention_forward(const View& q, const Positions& q_pos
 }
 
 TileCounts CpuDevice::do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
-                                            const Positions& k_pos, const View& out, const View& lse,
-                                            const View& dout, const View& dq, const View& dk, const View& dv,
-                                            bool causal, double scale) {
+                                            const Positions& k_pos, const View& out, const View& lse, const View& dout,
+                                            const View& dq, const View& dk, const View& dv, bool causal, double scale) {
   check_activations({&q, &k, &v, &out, &dout, &dq, &dk, &dv}, "attention backward");
   const DType t = common_dtype({&q, &k, &v, &out, &lse, &dout, &dq, &dk, &dv}, "attention backward");
   TileCounts counts;

@@ -11,8 +11,8 @@ template <class T>
 void merge_partials(const View& out_acc, const View& lse_acc, const View& out_t, const View& lse_t) {
   if (!out_acc.same_extent(out_t) || !lse_acc.same_extent(lse_t))
     throw Error("merge: the two partial results must cover the same rows, heads and batches");
-  if (lse_acc.buf.layout() != Layout::bns || lse_t.buf.layout() != Layout::bns || out_acc.buf.layout() != Layout::bsnd ||
-      out_t.buf.layout() != Layout::bsnd)
+  if (lse_acc.buf.layout() != Layout::bns || lse_t.buf.layout() != Layout::bns ||
+      out_acc.buf.layout() != Layout::bsnd || out_t.buf.layout() != Layout::bsnd)
     throw Error("merge: out views must be [B, S, N, D] and lse views [B, N, S]");
   if (lse_acc.nb != out_acc.nb || lse_acc.ns != out_acc.ns || lse_acc.nh != out_acc.nh)
     throw Error("merge: lse must have one value per row and head of out");

@@ -29,9 +29,7 @@ T dot(const T* a, const T* b, std::int64_t n) {
 struct Index {
   AttentionShape sh;
   std::int64_t q(std::int64_t b, std::int64_t i, std::int64_t h) const { return ((b * sh.Sq + i) * sh.Nq + h) * sh.D; }
-  std::int64_t k(std::int64_t b, std::int64_t j, std::int64_t g) const {
-    return ((b * sh.Sk + j) * sh.Nkv + g) * sh.D;
-  }
+  std::int64_t k(std::int64_t b, std::int64_t j, std::int64_t g) const { return ((b * sh.Sk + j) * sh.Nkv + g) * sh.D; }
   std::int64_t lse(std::int64_t b, std::int64_t h, std::int64_t i) const { return (b * sh.Nq + h) * sh.Sq + i; }
 };
 
@@ -48,8 +46,8 @@ T row_softmax(const T* qi, const std::vector<T>& k, const Index& ix, std::int64_
   }
   T sum = 0;
   for (auto& x : p) sum += (x = std::exp(x - m));  // exp(s_ij - max)
-  for (auto& x : p) x /= sum;                       // p_ij
-  return m + std::log(sum);                          // lse_i
+  for (auto& x : p) x /= sum;                      // p_ij
+  return m + std::log(sum);                        // lse_i
 }
 
 // Keys row i sees: causal k_pos[j] <= q_pos[i], full all.
@@ -60,9 +58,9 @@ inline void visible_keys(const Positions& k_pos, std::int64_t qp, bool causal, s
 }
 
 template <class T>
-RefForward forward(const std::vector<double>& q_in, const std::vector<double>& k_in,
-                   const std::vector<double>& v_in, const AttentionShape& sh, const Positions& q_pos,
-                   const Positions& k_pos, bool causal, double scale_in) {
+RefForward forward(const std::vector<double>& q_in, const std::vector<double>& k_in, const std::vector<double>& v_in,
+                   const AttentionShape& sh, const Positions& q_pos, const Positions& k_pos, bool causal,
+                   double scale_in) {
   check_reference_args(sh, q_in.size(), k_in.size(), v_in.size(), q_pos, k_pos);
   const auto q = to<T>(q_in), k = to<T>(k_in), v = to<T>(v_in);
   const T scale = static_cast<T>(attention_scale(sh.D, scale_in));
@@ -88,9 +86,9 @@ RefForward forward(const std::vector<double>& q_in, const std::vector<double>& k
 }
 
 template <class T>
-RefBackward backward(const std::vector<double>& q_in, const std::vector<double>& k_in,
-                     const std::vector<double>& v_in, const std::vector<double>& dout_in, const AttentionShape& sh,
-                     const Positions& q_pos, const Positions& k_pos, bool causal, double scale_in) {
+RefBackward backward(const std::vector<double>& q_in, const std::vector<double>& k_in, const std::vector<double>& v_in,
+                     const std::vector<double>& dout_in, const AttentionShape& sh, const Positions& q_pos,
+                     const Positions& k_pos, bool causal, double scale_in) {
   check_reference_args(sh, q_in.size(), k_in.size(), v_in.size(), q_pos, k_pos);
   check_reference_args(sh, dout_in.size(), k_in.size(), v_in.size(), q_pos, k_pos);
   const auto q = to<T>(q_in), k = to<T>(k_in), v = to<T>(v_in), dout = to<T>(dout_in);
@@ -112,16 +110,16 @@ RefBackward backward(const std::vector<double>& q_in, const std::vector<double>&
         T Di = 0;
         for (std::size_t t = 0; t < vis.size(); ++t) {
           dp[t] = dot(doi, &v[ix.k(b, vis[t], g)], sh.D);  // dp_ij = dout_i . v_j
-          Di += p[t] * dp[t];                               // D_i = sum_j p_ij dp_ij
+          Di += p[t] * dp[t];                              // D_i = sum_j p_ij dp_ij
         }
         T* dqi = &dq[ix.q(b, i, h)];
         for (std::size_t t = 0; t < vis.size(); ++t) {
           const std::int64_t kj = ix.k(b, vis[t], g);
           const T ds = scale * p[t] * (dp[t] - Di);  // scale * ds_ij
           for (std::int64_t d = 0; d < sh.D; ++d) {
-            dqi[d] += ds * k[kj + d];      // dq_i += scale ds_ij k_j
-            dk[kj + d] += ds * qi[d];      // dk_j += scale ds_ij q_i
-            dv[kj + d] += p[t] * doi[d];   // dv_j += p_ij dout_i
+            dqi[d] += ds * k[kj + d];     // dq_i += scale ds_ij k_j
+            dk[kj + d] += ds * qi[d];     // dk_j += scale ds_ij q_i
+            dv[kj + d] += p[t] * doi[d];  // dv_j += p_ij dout_i
           }
         }
       }

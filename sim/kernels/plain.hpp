@@ -11,14 +11,13 @@
 
 namespace cpsim {
 
-RefForward plain_forward_f32(const std::vector<double>& q, const std::vector<double>& k,
-                             const std::vector<double>& v, const AttentionShape& shape, const Positions& q_pos,
-                             const Positions& k_pos, bool causal, double scale = 0);
+RefForward plain_forward_f32(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                             const AttentionShape& shape, const Positions& q_pos, const Positions& k_pos, bool causal,
+                             double scale = 0);
 
-RefBackward plain_backward_f32(const std::vector<double>& q, const std::vector<double>& k,
-                               const std::vector<double>& v, const std::vector<double>& dout,
-                               const AttentionShape& shape, const Positions& q_pos, const Positions& k_pos,
-                               bool causal, double scale = 0);
+RefBackward plain_backward_f32(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                               const std::vector<double>& dout, const AttentionShape& shape, const Positions& q_pos,
+                               const Positions& k_pos, bool causal, double scale = 0);
 
 // Each value rounded to the nearest float (and widened back).
 std::vector<double> round_to_f32(std::vector<double> x);

@@ -12,8 +12,8 @@ double attention_scale(std::int64_t head_dim, double scale) {
   return scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
 
-void check_reference_args(const AttentionShape& sh, std::size_t q, std::size_t k, std::size_t v,
-                          const Positions& q_pos, const Positions& k_pos) {
+void check_reference_args(const AttentionShape& sh, std::size_t q, std::size_t k, std::size_t v, const Positions& q_pos,
+                          const Positions& k_pos) {
   auto fail = [](const std::string& m) { throw Error("reference attention: " + m); };
   if (sh.B < 1 || sh.Sq < 0 || sh.Sk < 0 || sh.Nq < 1 || sh.Nkv < 1 || sh.D < 1) fail("shape has an empty extent");
   if (sh.Nq % sh.Nkv != 0) fail("query heads must be a multiple of kv heads");
@@ -25,16 +25,15 @@ void check_reference_args(const AttentionShape& sh, std::size_t q, std::size_t k
   if (k_pos.size() != n(sh.Sk)) fail("k_pos must hold Sk positions");
 }
 
-RefForward reference_forward(const std::vector<double>& q, const std::vector<double>& k,
-                             const std::vector<double>& v, const AttentionShape& shape, const Positions& q_pos,
-                             const Positions& k_pos, bool causal, double scale) {
+RefForward reference_forward(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                             const AttentionShape& shape, const Positions& q_pos, const Positions& k_pos, bool causal,
+                             double scale) {
   return naive::forward<double>(q, k, v, shape, q_pos, k_pos, causal, scale);
 }
 
-RefBackward reference_backward(const std::vector<double>& q, const std::vector<double>& k,
-                               const std::vector<double>& v, const std::vector<double>& dout,
-                               const AttentionShape& shape, const Positions& q_pos, const Positions& k_pos,
-                               bool causal, double scale) {
+RefBackward reference_backward(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                               const std::vector<double>& dout, const AttentionShape& shape, const Positions& q_pos,
+                               const Positions& k_pos, bool causal, double scale) {
   return naive::backward<double>(q, k, v, dout, shape, q_pos, k_pos, causal, scale);
 }
 

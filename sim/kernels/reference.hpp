@@ -37,15 +37,14 @@ struct RefBackward {
 };
 
 // q: [B, Sq, Nq, D], k, v: [B, Sk, Nkv, D]. Throws Error when sizes disagree with the shape.
-RefForward reference_forward(const std::vector<double>& q, const std::vector<double>& k,
-                             const std::vector<double>& v, const AttentionShape& shape, const Positions& q_pos,
-                             const Positions& k_pos, bool causal, double scale = 0);
+RefForward reference_forward(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                             const AttentionShape& shape, const Positions& q_pos, const Positions& k_pos, bool causal,
+                             double scale = 0);
 
 // dout: [B, Sq, Nq, D]. Recomputes the forward itself.
-RefBackward reference_backward(const std::vector<double>& q, const std::vector<double>& k,
-                               const std::vector<double>& v, const std::vector<double>& dout,
-                               const AttentionShape& shape, const Positions& q_pos, const Positions& k_pos,
-                               bool causal, double scale = 0);
+RefBackward reference_backward(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                               const std::vector<double>& dout, const AttentionShape& shape, const Positions& q_pos,
+                               const Positions& k_pos, bool causal, double scale = 0);
 
 // Checks a shape and the sizes of q, k, v (and dout when given) against it; throws Error naming the mismatch.
 void check_reference_args(const AttentionShape& shape, std::size_t q, std::size_t k, std::size_t v,

@@ -10,8 +10,8 @@
 namespace cpsim {
 
 struct SingleRun {
-  RefForward fwd;                // out [B, Sq, Nq, D], lse [B, Nq, Sq], widened to double
-  RefBackward bwd;               // dq, dk, dv (empty when the backward was not run)
+  RefForward fwd;                 // out [B, Sq, Nq, D], lse [B, Nq, Sq], widened to double
+  RefBackward bwd;                // dq, dk, dv (empty when the backward was not run)
   WorkCounts fwd_work, bwd_work;  // as the Device base recorded them
   double fwd_seconds = 0, bwd_seconds = 0;
   std::int64_t peak_bytes = 0;  // the device's peak while the run's buffers were held

@@ -38,7 +38,7 @@ enum class TileMask { masked, visible, partial };
 TileMask classify(const Positions& qp, std::int64_t i0, std::int64_t i1, const Positions& kp, std::int64_t j0,
                   std::int64_t j1, bool causal) {
   if (!causal) return TileMask::visible;
-  if (kp[j0] > qp[i1 - 1]) return TileMask::masked;  // the first key is after the last query
+  if (kp[j0] > qp[i1 - 1]) return TileMask::masked;    // the first key is after the last query
   if (kp[j1 - 1] <= qp[i0]) return TileMask::visible;  // the last key is at or before the first query
   return TileMask::partial;
 }
@@ -51,8 +51,8 @@ std::int64_t visible_prefix(const Positions& kp, std::int64_t j0, std::int64_t j
 void check_ascending(const Positions& p, const char* what) {
   for (std::size_t i = 1; i < p.size(); ++i)
     if (p[i] <= p[i - 1])
-      throw Error(std::string("attention: ") + what + " must be strictly ascending (position " +
-                  std::to_string(p[i]) + " follows " + std::to_string(p[i - 1]) + ")");
+      throw Error(std::string("attention: ") + what + " must be strictly ascending (position " + std::to_string(p[i]) +
+                  " follows " + std::to_string(p[i - 1]) + ")");
 }
 
 }  // namespace
@@ -67,7 +67,7 @@ TileCounts tiled_forward(const View& q, const Positions& q_pos, const View& k, c
   const std::int64_t key_tiles = (sk + t - 1) / t;
   const T sc = static_cast<T>(scale);
   RowMat<T> s_buf(t, t), acc_buf(t, D);  // s, then p: [t, t]; acc: [t, D]
-  std::vector<T> m(t), l(t);              // running max (unscaled) and running sum, per row
+  std::vector<T> m(t), l(t);             // running max (unscaled) and running sum, per row
   TileCounts counts;
 
   for (std::int64_t b = 0; b < q.nb; ++b)
@@ -77,7 +77,7 @@ TileCounts tiled_forward(const View& q, const Positions& q_pos, const View& k, c
       for (std::int64_t i0 = 0; i0 < sq; i0 += t) {
         const std::int64_t bq = std::min(t, sq - i0);
         const auto q_t = head_rows<T>(q, b, h, i0, bq);  // q_t: [bq, D]
-        Dense<T> acc(acc_buf.data(), bq, D);              // acc: [bq, D]
+        Dense<T> acc(acc_buf.data(), bq, D);             // acc: [bq, D]
         acc.setZero();
         std::fill(m.begin(), m.end(), kNegInf);
         std::fill(l.begin(), l.end(), T(0));
@@ -124,7 +124,7 @@ TileCounts tiled_forward(const View& q, const Positions& q_pos, const View& k, c
             lse_h[i0 + r] = kNegInf;
           } else {
             o_t.row(r) = acc.row(r) / l[r];
-            lse_h[i0 + r] = sc * m[r] + std::log(l[r]);
+            lse_h[i0 + r] = static_cast<T>(scale * m[r] + std::log(static_cast<double>(l[r])));  // one rounding
           }
         }
       }
@@ -133,9 +133,9 @@ TileCounts tiled_forward(const View& q, const Positions& q_pos, const View& k, c
 }
 
 template <class T>
-TileCounts tiled_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
-                          const Positions& k_pos, const View& out, const View& lse, const View& dout, const View& dq,
-                          const View& dk, const View& dv, bool causal, double scale, int tile) {
+TileCounts tiled_backward(const View& q, const Positions& q_pos, const View& k, const View& v, const Positions& k_pos,
+                          const View& out, const View& lse, const View& dout, const View& dq, const View& dk,
+                          const View& dv, bool causal, double scale, int tile) {
   check_ascending(q_pos, "query positions");
   check_ascending(k_pos, "key positions");
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
@@ -200,8 +200,8 @@ TileCounts tiled_backward(const View& q, const Positions& q_pos, const View& k, 
             }
             dv_acc.noalias() += p.transpose() * do_t;  // 4. dv += p^T dout: [bk, D]
             do_d = do_t.template cast<double>();
-            dp.noalias() = do_d * v_d.transpose();     // 5. dp = dout v^T: [bq, bk]
-            for (std::int64_t r = 0; r < bq; ++r)      // 6. ds = scale p (dp - Di)
+            dp.noalias() = do_d * v_d.transpose();  // 5. dp = dout v^T: [bq, bk]
+            for (std::int64_t r = 0; r < bq; ++r)   // 6. ds = scale p (dp - Di)
               ds.row(r) = (p.row(r).template cast<double>().array() * (dp.row(r).array() - di_h[i0 + r]) * scale)
                               .template cast<T>();
             dq_t.noalias() += ds * k_t;                // 7. dq += scale ds k: [bq, D]
@@ -220,10 +220,10 @@ template TileCounts tiled_forward<float>(const View&, const Positions&, const Vi
 template TileCounts tiled_forward<double>(const View&, const Positions&, const View&, const View&, const Positions&,
                                           const View&, const View&, bool, double, int);
 template TileCounts tiled_backward<float>(const View&, const Positions&, const View&, const View&, const Positions&,
-                                          const View&, const View&, const View&, const View&, const View&,
-                                          const View&, bool, double, int);
-template TileCounts tiled_backward<double>(const View&, const Positions&, const View&, const View&,
-                                           const Positions&, const View&, const View&, const View&, const View&,
-                                           const View&, const View&, bool, double, int);
+                                          const View&, const View&, const View&, const View&, const View&, const View&,
+                                          bool, double, int);
+template TileCounts tiled_backward<double>(const View&, const Positions&, const View&, const View&, const Positions&,
+                                           const View&, const View&, const View&, const View&, const View&, const View&,
+                                           bool, double, int);
 
 }  // namespace cpsim

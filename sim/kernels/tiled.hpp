@@ -27,8 +27,8 @@ TileCounts tiled_forward(const View& q, const Positions& q_pos, const View& k, c
 //   dq += scale ds k;  dk += scale ds^T q.       ADDS into dq [B, sq, Nq, D] and dk, dv [B, sk, Nkv, D].
 // out and lse are the rows' final forward results; rows with lse = -inf get no gradient.
 template <class T>
-TileCounts tiled_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
-                          const Positions& k_pos, const View& out, const View& lse, const View& dout, const View& dq,
-                          const View& dk, const View& dv, bool causal, double scale, int tile);
+TileCounts tiled_backward(const View& q, const Positions& q_pos, const View& k, const View& v, const Positions& k_pos,
+                          const View& out, const View& lse, const View& dout, const View& dq, const View& dk,
+                          const View& dv, bool causal, double scale, int tile);
 
 }  // namespace cpsim

@@ -2,6 +2,8 @@
 // unknown keys are refused (a misspelt key would otherwise silently keep a default).
 #include "sim/model/machine.hpp"
 
+// Boost.PropertyTree's JSON parser includes the deprecated <boost/bind.hpp>; this keeps its notice out of the build.
+#define BOOST_BIND_GLOBAL_PLACEHOLDERS
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 #include <filesystem>

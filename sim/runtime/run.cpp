@@ -10,14 +10,29 @@
 #include "sim/kernels/check.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/reference.hpp"
+#ifdef CPSIM_HAVE_CUDA
+#include "sim/cuda/cuda_api.hpp"
+#endif
 
 namespace cpsim {
 
 namespace {
 
+bool on_gpu(Backend b) { return b == Backend::nccl || b == Backend::cuda_threads; }
+
+// Rounds values to what a buffer of dtype t holds, so the reference sees exactly the inputs the ranks see.
+void round_to(std::vector<double>& v, DType t) {
+  if (t == DType::f32)
+    for (double& x : v) x = static_cast<float>(x);
+#ifdef CPSIM_HAVE_CUDA
+  if (t == DType::bf16)
+    for (double& x : v) x = round_to_bf16(x);
+#endif
+}
+
 // Rows [B, s] of a [B, S, E] tensor generated from the seed: row (b, pos) starts at index (b*S + pos)*E.
 std::vector<double> seeded_rows(std::uint64_t seed, std::uint64_t stream, const SeqLayout& L, int rank,
-                                std::int64_t batch, std::int64_t row_elems, bool round_f32) {
+                                std::int64_t batch, std::int64_t row_elems, DType dtype) {
   std::vector<double> out;
   out.reserve(static_cast<std::size_t>(batch * L.local_len() * row_elems));
   for (std::int64_t b = 0; b < batch; ++b)
@@ -26,13 +41,18 @@ std::vector<double> seeded_rows(std::uint64_t seed, std::uint64_t stream, const 
       const auto v = normals(seed, stream, static_cast<std::size_t>((sp.hi - sp.lo) * row_elems), first);
       out.insert(out.end(), v.begin(), v.end());
     }
-  if (round_f32)
-    for (double& x : out) x = static_cast<float>(x);
+  round_to(out, dtype);
   return out;
 }
 
 Buffer to_device(Device& dev, const std::vector<double>& host, Dims dims, DType dtype, const std::string& name) {
   Buffer b = dev.alloc(dims, dtype, Layout::bsnd, name);
+#ifdef CPSIM_HAVE_CUDA
+  if (dtype == DType::bf16) {
+    upload_doubles(dev, b, host);
+    return b;
+  }
+#endif
   if (dtype == DType::f64) {
     dev.upload(b, host.data());
   } else if (dtype == DType::f32) {
@@ -45,6 +65,9 @@ Buffer to_device(Device& dev, const std::vector<double>& host, Dims dims, DType 
 }
 
 std::vector<double> to_host(Device& dev, const Buffer& b) {
+#ifdef CPSIM_HAVE_CUDA
+  if (b.dtype() == DType::bf16) return download_doubles(dev, b);
+#endif
   std::vector<double> out(static_cast<std::size_t>(b.numel()));
   if (b.dtype() == DType::f64) {
     dev.download(b, out.data());
@@ -95,16 +118,20 @@ std::string run_rank(const RunConfig& cfg, Communicator& comm) {
   const Problem& p = cfg.problem;
   Recorder& rec = comm.recorder();
   if (cfg.step_hook) rec.set_step_hook([&](const std::string& phase, int step) { cfg.step_hook(comm, phase, step); });
-  CpuDevice dev(rec);
+  std::unique_ptr<Device> dev_owner;
+#ifdef CPSIM_HAVE_CUDA
+  if (on_gpu(cfg.backend)) dev_owner = make_cuda_device(rec);  // the launcher's GPU and streams
+#endif
+  if (!dev_owner) dev_owner = std::make_unique<CpuDevice>(rec);
+  Device& dev = *dev_owner;
   const SeqLayout L(p.ranks, p.seq, p.sharding);
   const int r = comm.rank();
-  const bool f32 = p.dtype == DType::f32;
   const std::int64_t s = L.local_len(), qe = p.heads * p.head_dim, ke = p.kv_heads * p.head_dim;
 
   // 1. This rank's shard of the seeded inputs.   q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]
-  auto q = seeded_rows(cfg.seed, kStreamQ, L, r, p.batch, qe, f32);
-  auto k = seeded_rows(cfg.seed, kStreamK, L, r, p.batch, ke, f32);
-  auto v = seeded_rows(cfg.seed, kStreamV, L, r, p.batch, ke, f32);
+  auto q = seeded_rows(cfg.seed, kStreamQ, L, r, p.batch, qe, p.dtype);
+  auto k = seeded_rows(cfg.seed, kStreamK, L, r, p.batch, ke, p.dtype);
+  auto v = seeded_rows(cfg.seed, kStreamV, L, r, p.batch, ke, p.dtype);
   if (cfg.tamper) cfg.tamper(r, q, k, v);
   const Buffer qb = to_device(dev, q, {p.batch, s, p.heads, p.head_dim}, p.dtype, "q");
   const Buffer kb = to_device(dev, k, {p.batch, s, p.kv_heads, p.head_dim}, p.dtype, "k");
@@ -123,7 +150,7 @@ std::string run_rank(const RunConfig& cfg, Communicator& comm) {
   res.lse_head0 = o.lse_head0;
   res.lse_positions = o.lse_positions;
   if (cfg.backward) {
-    const auto dout = seeded_rows(cfg.seed, kStreamDout, L, r, p.batch, qe, f32);
+    const auto dout = seeded_rows(cfg.seed, kStreamDout, L, r, p.batch, qe, p.dtype);
     const Buffer db = to_device(dev, dout, {p.batch, s, p.heads, p.head_dim}, p.dtype, "dout");
     rec.begin_phase("backward");
     LocalGrads g = strategy->backward(db);
@@ -139,8 +166,7 @@ std::string run_rank(const RunConfig& cfg, Communicator& comm) {
 std::vector<double> seeded_global(const RunConfig& cfg, std::uint64_t stream, std::int64_t row_elems) {
   const Problem& p = cfg.problem;
   auto v = normals(cfg.seed, stream, static_cast<std::size_t>(p.batch * p.seq * row_elems));
-  if (p.dtype == DType::f32)
-    for (double& x : v) x = static_cast<float>(x);
+  round_to(v, p.dtype);
   return v;
 }
 
@@ -159,7 +185,7 @@ GlobalTensors make_inputs(const RunConfig& cfg) {
 RunResult run(const RunConfig& cfg) {
   const Problem& p = cfg.problem;
   validate(p, cfg.strategy);
-  if (p.dtype == DType::bf16)
+  if (p.dtype == DType::bf16 && !on_gpu(cfg.backend))
     throw UsageError("bf16 needs a GPU device; use --dtype f32 or f64 on the " +
                      std::string(backend_name(cfg.backend)) + " backend");
   RunResult result;
@@ -223,6 +249,26 @@ CheckReport check_run(const RunConfig& cfg, const GlobalTensors& t) {
     c.err.dk = max_abs_error(t.dk, refb.dk);
     c.err.dv = max_abs_error(t.dv, refb.dv);
   }
+  bool gpu_passed = true;
+#ifdef CPSIM_HAVE_CUDA
+  if (on_gpu(cfg.backend)) {  // Transformer Engine's tolerances for bf16, tight ones for f32
+    const GpuTolerance tol = gpu_tolerance(p.dtype, p.kv_heads != p.heads);
+    auto close = [&](const std::vector<double>& g, const std::vector<double>& w, double& err, double& allowed) {
+      const CloseCheck k = check_close(g, w, tol);
+      err = k.max_abs_error;
+      allowed = k.allowed;
+      gpu_passed = gpu_passed && k.passed;
+    };
+    close(t.out, ref.out, c.err.out, c.allowed.out);
+    close(t.lse, ref.lse, c.err.lse, c.allowed.lse);
+    if (cfg.backward) {
+      close(t.dq, refb.dq, c.err.dq, c.allowed.dq);
+      close(t.dk, refb.dk, c.err.dk, c.allowed.dk);
+      close(t.dv, refb.dv, c.err.dv, c.allowed.dv);
+    }
+    c.rule = tol.rule;
+  } else
+#endif
   if (p.dtype == DType::f64) {
     c.allowed = {kF64Tolerance, kF64Tolerance, kF64Tolerance, kF64Tolerance, kF64Tolerance};
     c.rule = "f64: every max abs error <= 1e-10";
@@ -282,6 +328,7 @@ CheckReport check_run(const RunConfig& cfg, const GlobalTensors& t) {
   }
   c.passed = c.err.out <= c.allowed.out && c.err.lse <= c.allowed.lse;
   if (cfg.backward) c.passed = c.passed && c.err.dq <= c.allowed.dq && c.err.dk <= c.allowed.dk && c.err.dv <= c.allowed.dv;
+  if (on_gpu(cfg.backend)) c.passed = gpu_passed;
   return c;
 }
 

@@ -22,7 +22,8 @@ std::string pad(std::string s, std::size_t w) {
 
 std::string spans_text(const std::vector<Span>& spans) {
   std::string s;
-  for (const Span& sp : spans) s += (s.empty() ? "" : " ") + ("[" + std::to_string(sp.lo) + "," + std::to_string(sp.hi) + ")");
+  for (const Span& sp : spans)
+    s += (s.empty() ? "" : " ") + ("[" + std::to_string(sp.lo) + "," + std::to_string(sp.hi) + ")");
   return s;
 }
 
@@ -39,7 +40,9 @@ std::vector<Span> merge_spans(std::vector<Span> spans) {
   return out;
 }
 
-bool has_chunk_grid(const SeqLayout& L) { return L.seq() % (2 * L.ranks()) == 0; }
+bool has_chunk_grid(const SeqLayout& L) {
+  return L.seq() % (2 * L.ranks()) == 0;
+}
 
 // Chunk indices covered by the spans; empty when a span does not fall on chunk boundaries.
 std::vector<int> chunks_of(const std::vector<Span>& spans, const SeqLayout& L) {
@@ -170,11 +173,12 @@ std::string format_frame(const StepFrame& f, const RunResult& r) {
     for (const TraceEvent& e : rk.stats.events())
       if (e.type == TraceEvent::Type::step && e.phase == f.phase) steps = std::max(steps, e.step + 1);
   std::ostringstream os;
-  os << f.phase << ", " << (f.step < 0 ? "before the first step" : "step " + std::to_string(f.step) + " of " +
-                                                                        std::to_string(std::max(steps, f.step + 1)))
+  os << f.phase << ", "
+     << (f.step < 0 ? "before the first step"
+                    : "step " + std::to_string(f.step) + " of " + std::to_string(std::max(steps, f.step + 1)))
      << "\n";
-  os << "  " << pad("rank", 4) << pad("K/V held", 9) << pad("computes (kind: query x key chunks)", 33) << pad("pairs", 7)
-     << pad("sent", 9) << "received\n";
+  os << "  " << pad("rank", 4) << pad("K/V held", 9) << pad("computes (kind: query x key chunks)", 33)
+     << pad("pairs", 7) << pad("sent", 9) << "received\n";
   bool same_calls = true;
   for (const RankStep& rs : f.ranks) same_calls = same_calls && rs.calls == f.ranks.front().calls;
   for (const RankStep& rs : f.ranks) {
@@ -187,8 +191,8 @@ std::string format_frame(const StepFrame& f, const RunResult& r) {
     }
     for (std::size_t i = 0; i < rs.blocks.size(); ++i) {
       const BlockDone& b = rs.blocks[i];
-      const std::string what = std::string(block_kind_name(b.kind)) + ": " + chunk_names(b.q, L, 'q') + " x " +
-                               chunk_names(b.k, L, 'k');
+      const std::string what =
+          std::string(block_kind_name(b.kind)) + ": " + chunk_names(b.q, L, 'q') + " x " + chunk_names(b.k, L, 'k');
       if (i == 0)
         os << head << pad(what, 33) << tail << "\n";
       else
@@ -206,8 +210,7 @@ std::string format_frame(const StepFrame& f, const RunResult& r) {
     os << "  chunks computed at this step (cell: the rank computing it, '\\' half masked):\n";
     std::istringstream grid(draw_grid(step_grid(f, L)));
     for (std::string line; std::getline(grid, line);) os << "    " << line << "\n";
-    if (shared_cells(f, L))
-      os << "  (a cell several ranks compute, each for its own heads, shows the lowest)\n";
+    if (shared_cells(f, L)) os << "  (a cell several ranks compute, each for its own heads, shows the lowest)\n";
   }
   return os.str();
 }
@@ -229,6 +232,8 @@ int step_through(const RunResult& r, std::istream& in, std::ostream& out, bool i
   return shown;
 }
 
-bool stdin_is_terminal() { return ::isatty(STDIN_FILENO) == 1; }
+bool stdin_is_terminal() {
+  return ::isatty(STDIN_FILENO) == 1;
+}
 
 }  // namespace cpsim

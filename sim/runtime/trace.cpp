@@ -34,8 +34,8 @@ void spans(JsonWriter& j, const std::vector<Span>& s) {
 
 // {"name", "cat", "ph":"X", "ts", "dur", "pid", "tid", "args": {phase, step, ...}} with args filled by `more`.
 template <class F>
-Line complete(int pid, int lane, const std::string& name, const char* cat, double ts, double dur,
-              const TraceEvent& e, F&& more) {
+Line complete(int pid, int lane, const std::string& name, const char* cat, double ts, double dur, const TraceEvent& e,
+              F&& more) {
   JsonWriter j;
   j.begin_object().key("name").value(name).key("cat").value(cat).key("ph").value("X");
   j.key("ts").raw(us(ts)).key("dur").raw(us(dur)).key("pid").value(pid).key("tid").value(lane);
@@ -70,7 +70,8 @@ double step_end(const std::vector<TraceEvent>& ev, std::size_t i, double rank_en
     if (e.type == TraceEvent::Type::phase && e.phase == s.phase && e.start_us <= s.start_us &&
         e.start_us + e.dur_us >= s.start_us)
       end = std::min(end, e.start_us + e.dur_us);
-    if (e.type == TraceEvent::Type::step && e.phase == s.phase && e.start_us > s.start_us) end = std::min(end, e.start_us);
+    if (e.type == TraceEvent::Type::step && e.phase == s.phase && e.start_us > s.start_us)
+      end = std::min(end, e.start_us);
   }
   return std::max(end, s.start_us);
 }

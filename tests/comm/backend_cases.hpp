@@ -29,7 +29,9 @@ inline std::vector<std::size_t> edge_sizes() {
           kSlotBytes * kSlotsPerRing * 2 + 5};
 }
 
-inline std::string tag_of(const char* what, std::size_t n) { return std::string(what) + " of " + std::to_string(n) + " bytes"; }
+inline std::string tag_of(const char* what, std::size_t n) {
+  return std::string(what) + " of " + std::to_string(n) + " bytes";
+}
 
 // Blocking send/recv between rank pairs (0,1), (2,3), ...: the even rank sends first, the odd rank receives
 // first, then the other way. An unpaired last rank sends to itself with isend + recv.
@@ -113,7 +115,8 @@ inline void check_sendrecv_rings(Backend b, int c, const std::vector<std::size_t
         const Bytes out = payload(r, n + r, salt);
         Bytes in(n + from);
         comm.sendrecv(out.data(), out.size(), to, in.data(), in.size(), from, 7);
-        bad.add(expect_payload(in.data(), from, in.size(), salt, tag_of(dir > 0 ? "forward ring" : "backward ring", n)));
+        bad.add(
+            expect_payload(in.data(), from, in.size(), salt, tag_of(dir > 0 ? "forward ring" : "backward ring", n)));
       }
     }
     return bad.result();
@@ -130,7 +133,8 @@ inline void check_all_gather(Backend b, int c, const std::vector<std::size_t>& s
       const Bytes mine = payload(r, n, salt);
       Bytes all(n * c);
       comm.all_gather(mine.data(), all.data(), n);
-      for (int p = 0; p < c; ++p) bad.add(expect_payload(all.data() + p * n, p, n, salt, tag_of("all_gather chunk", n)));
+      for (int p = 0; p < c; ++p)
+        bad.add(expect_payload(all.data() + p * n, p, n, salt, tag_of("all_gather chunk", n)));
       // In place: our chunk already sits at its place in the output.
       Bytes in_place(n * c);
       if (n > 0) std::memcpy(in_place.data() + r * n, mine.data(), n);
@@ -142,7 +146,9 @@ inline void check_all_gather(Backend b, int c, const std::vector<std::size_t>& s
 }
 
 // Small integers, so sums are exact in every dtype.
-inline double element(int rank, std::size_t i) { return static_cast<double>((rank * 7 + i * 3) % 41) - 20; }
+inline double element(int rank, std::size_t i) {
+  return static_cast<double>((rank * 7 + i * 3) % 41) - 20;
+}
 
 template <class T>
 std::vector<T> elements(int rank, std::size_t count) {
@@ -169,7 +175,9 @@ std::string reduce_scatter_one(Communicator& comm, std::size_t count, DType dtyp
   return {};
 }
 
-inline std::vector<std::size_t> edge_counts() { return {0, 1, 5, 4097, kSlotBytes / 4 + 3, 70001}; }
+inline std::vector<std::size_t> edge_counts() {
+  return {0, 1, 5, 4097, kSlotBytes / 4 + 3, 70001};
+}
 
 inline void check_reduce_scatter(Backend b, int c) {
   run_checked(b, c, [](Communicator& comm) {
@@ -281,16 +289,17 @@ inline void check_split_mesh(Backend b) {
     auto ring = comm.split(r % a, r);
     const std::vector<int> want_a2a = {r / a * a, r / a * a + 1};
     const std::vector<int> want_ring = {r % a, r % a + 2, r % a + 4, r % a + 6};
-    bad.expect(a2a->world_ranks() == want_a2a, "a2a group " + ranks_text(a2a->world_ranks()) + ", expected " +
-                                                   ranks_text(want_a2a));
-    bad.expect(ring->world_ranks() == want_ring, "ring group " + ranks_text(ring->world_ranks()) + ", expected " +
-                                                     ranks_text(want_ring));
+    bad.expect(a2a->world_ranks() == want_a2a,
+               "a2a group " + ranks_text(a2a->world_ranks()) + ", expected " + ranks_text(want_a2a));
+    bad.expect(ring->world_ranks() == want_ring,
+               "ring group " + ranks_text(ring->world_ranks()) + ", expected " + ranks_text(want_ring));
     bad.expect(a2a->rank() == r % a && ring->rank() == r / a, "wrong rank inside a group");
     // Each group gathers its members' world ranks.
     std::vector<std::int32_t> got(ring->size());
     const std::int32_t me = r;
     ring->all_gather(&me, got.data(), sizeof me);
-    bad.expect(std::vector<int>(got.begin(), got.end()) == want_ring, "ring all_gather " + ranks_text({got.begin(), got.end()}));
+    bad.expect(std::vector<int>(got.begin(), got.end()) == want_ring,
+               "ring all_gather " + ranks_text({got.begin(), got.end()}));
     std::int64_t sum = r;
     a2a->all_reduce(&sum, &sum, 1, DType::i64, ReduceOp::sum);
     bad.expect(sum == want_a2a[0] + want_a2a[1], "a2a all_reduce gave " + std::to_string(sum));
@@ -354,9 +363,9 @@ inline void check_stress(Backend b, int c, std::uint64_t seed, int rounds) {
         m.dst = std::uniform_int_distribution<int>(0, c - 1)(shared);
         m.tag = std::uniform_int_distribution<int>(0, 2)(shared);
         const int kind = std::uniform_int_distribution<int>(0, 9)(shared);
-        m.bytes = kind < 5 ? std::uniform_int_distribution<std::size_t>(0, 300)(shared)
-                : kind < 9 ? std::uniform_int_distribution<std::size_t>(0, 3 * kSlotBytes)(shared)
-                           : std::uniform_int_distribution<std::size_t>(0, 1 << 20)(shared);
+        m.bytes = kind < 5   ? std::uniform_int_distribution<std::size_t>(0, 300)(shared)
+                  : kind < 9 ? std::uniform_int_distribution<std::size_t>(0, 3 * kSlotBytes)(shared)
+                             : std::uniform_int_distribution<std::size_t>(0, 1 << 20)(shared);
       }
       // Our operations in a random order, except that messages of one stream (src, dst, tag) keep their order.
       std::vector<int> ops;
@@ -368,7 +377,8 @@ inline void check_stress(Backend b, int c, std::uint64_t seed, int rounds) {
       std::vector<int> order(ops.size());
       {
         std::vector<std::size_t> pos(ops.size());
-        for (std::size_t i = 0; i < ops.size(); ++i) pos[i] = std::find(slots.begin(), slots.end(), ops[i]) - slots.begin();
+        for (std::size_t i = 0; i < ops.size(); ++i)
+          pos[i] = std::find(slots.begin(), slots.end(), ops[i]) - slots.begin();
         std::vector<bool> done(ops.size(), false);
         for (std::size_t i = 0; i < ops.size(); ++i) {
           if (done[i]) continue;
@@ -438,20 +448,20 @@ inline void check_counting(Backend b) {
   auto out = launch(opt, [](Communicator& comm) {
     const int r = comm.rank(), c = comm.size(), next = (r + 1) % c, prev = (r + c - 1) % c;
     std::vector<std::byte> a(64), z(64 * c);
-    comm.sendrecv(a.data(), 10, next, z.data(), 10, prev);                 // 10 out, 10 in
-    Request s = comm.isend(a.data(), 11, next);                            // 11 out
-    Request q = comm.irecv(z.data(), 11, prev);                            // 11 in
+    comm.sendrecv(a.data(), 10, next, z.data(), 10, prev);  // 10 out, 10 in
+    Request s = comm.isend(a.data(), 11, next);             // 11 out
+    Request q = comm.irecv(z.data(), 11, prev);             // 11 in
     q.wait();
     s.wait();
-    if (r == 0) comm.send(a.data(), 12, 1);                                // 12 out (rank 0)
-    if (r == 1) comm.recv(z.data(), 12, 0);                                // 12 in (rank 1)
-    comm.all_gather(a.data(), z.data(), 5);                                // 2 x 5 each way
-    comm.reduce_scatter(z.data(), a.data(), 3, DType::f64);                // 2 x 24 each way
-    comm.all_to_all(z.data(), a.data(), 7);                                // 2 x 7 each way
-    comm.all_reduce(z.data(), a.data(), 6, DType::f32, ReduceOp::max);     // 2 x 2/3 x 24 = 32 each way
-    comm.barrier();                                                        // 0
-    auto sub = comm.split(r == 2 ? 1 : 0, -r);                             // 2 x 8; groups {1, 0}, {2}
-    if (r < 2) sub->all_gather(a.data(), z.data(), 4);                     // 1 x 4 each way
+    if (r == 0) comm.send(a.data(), 12, 1);                             // 12 out (rank 0)
+    if (r == 1) comm.recv(z.data(), 12, 0);                             // 12 in (rank 1)
+    comm.all_gather(a.data(), z.data(), 5);                             // 2 x 5 each way
+    comm.reduce_scatter(z.data(), a.data(), 3, DType::f64);             // 2 x 24 each way
+    comm.all_to_all(z.data(), a.data(), 7);                             // 2 x 7 each way
+    comm.all_reduce(z.data(), a.data(), 6, DType::f32, ReduceOp::max);  // 2 x 2/3 x 24 = 32 each way
+    comm.barrier();                                                     // 0
+    auto sub = comm.split(r == 2 ? 1 : 0, -r);                          // 2 x 8; groups {1, 0}, {2}
+    if (r < 2) sub->all_gather(a.data(), z.data(), 4);                  // 1 x 4 each way
     return std::string();
   });
   REQUIRE(out.size() == 3);
@@ -511,8 +521,8 @@ inline void check_a_deadlock_is_reported(Backend b) {
     return std::string();
   });
   CHECK(f.rank >= 0);
-  CHECK_MESSAGE(f.what.find("waited 0.3 s in recv from rank " + std::to_string(1 - f.rank) + " (tag 4): likely deadlock") !=
-                    std::string::npos,
+  CHECK_MESSAGE(f.what.find("waited 0.3 s in recv from rank " + std::to_string(1 - f.rank) +
+                            " (tag 4): likely deadlock") != std::string::npos,
                 f.what);
   CHECK(f.seconds < 5);
 }

@@ -1,11 +1,12 @@
 // The pieces of the collectives that do not need ranks: chunking and the element-wise reductions.
+#include "sim/comm/collectives/collectives.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "sim/comm/collectives/collectives.hpp"
 #include "sim/comm/collectives/reduce.hpp"
 
 using namespace cpsim;
@@ -46,7 +47,9 @@ TEST_CASE("combine applies sum, max and min element-wise in f32, f64 and i64, al
     std::vector<std::int64_t> ia = {1, -2, 3, 0}, ib = {4, 5, -6, 0}, io(4);
     combine(io.data(), ia.data(), ib.data(), 4, DType::i64, op);
     for (int i = 0; i < 4; ++i) {
-      const std::int64_t w = op == ReduceOp::sum ? ia[i] + ib[i] : op == ReduceOp::max ? std::max(ia[i], ib[i]) : std::min(ia[i], ib[i]);
+      const std::int64_t w = op == ReduceOp::sum   ? ia[i] + ib[i]
+                             : op == ReduceOp::max ? std::max(ia[i], ib[i])
+                                                   : std::min(ia[i], ib[i]);
       CHECK(io[i] == w);
     }
   }

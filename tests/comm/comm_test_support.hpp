@@ -5,10 +5,9 @@
 // lost): they return "" when all was as expected, or a description of the first things that were not.
 #pragma once
 #include <dirent.h>
+#include <doctest/doctest.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-
-#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>
@@ -49,8 +48,7 @@ inline std::string expect_payload(const std::byte* p, int rank, std::size_t n, s
   for (std::size_t i = 0; i < n; ++i) {
     if (p[i] != want[i]) {
       return what + ": byte " + std::to_string(i) + " of " + std::to_string(n) + " is " +
-             std::to_string(static_cast<int>(p[i])) + ", expected " +
-             std::to_string(static_cast<int>(want[i])) + "; ";
+             std::to_string(static_cast<int>(p[i])) + ", expected " + std::to_string(static_cast<int>(want[i])) + "; ";
     }
   }
   return {};

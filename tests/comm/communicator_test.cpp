@@ -25,9 +25,8 @@ TEST_CASE("a peer outside the communicator, a negative tag or a null buffer is a
     expect_usage("irecv from rank -1", "irecv names rank -1", [&] { comm.irecv(&x, 4, -1); });
     expect_usage("a negative tag", "tags must be >= 0", [&] { comm.isend(&x, 4, 0, -3); });
     expect_usage("a null buffer", "from a null buffer", [&] { comm.recv(nullptr, 4, 0); });
-    expect_usage("sendrecv to rank 5", "sendrecv (destination) names rank 5", [&] {
-      comm.sendrecv(&x, 4, 5, &x, 4, 0);
-    });
+    expect_usage("sendrecv to rank 5", "sendrecv (destination) names rank 5",
+                 [&] { comm.sendrecv(&x, 4, 5, &x, 4, 0); });
     comm.barrier();  // the communicator still works after refused calls
     return bad.result();
   });

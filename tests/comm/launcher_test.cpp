@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <vector>
+
 #include "comm_test_support.hpp"
 
 using namespace cpsim;
@@ -18,7 +20,12 @@ TEST_CASE("backend names parse back to their backend, and an unknown name lists 
 }
 
 TEST_CASE("a backend that is not built in is a usage error naming it and the ones that are") {
-  for (Backend b : {Backend::mpi, Backend::nccl, Backend::cuda_threads}) {
+#ifdef CPSIM_HAVE_CUDA
+  const std::vector<Backend> absent{Backend::mpi};
+#else
+  const std::vector<Backend> absent{Backend::mpi, Backend::nccl, Backend::cuda_threads};
+#endif
+  for (Backend b : absent) {
     LaunchOptions opt;
     opt.ranks = 2;
     opt.backend = b;
@@ -58,3 +65,21 @@ TEST_CASE("launch returns each rank's result and Recorder in rank order, on both
     }
   }
 }
+
+#ifdef CPSIM_HAVE_CUDA
+TEST_CASE("a GPU backend on a machine without a usable GPU fails with the cause named") {
+  for (Backend b : {Backend::nccl, Backend::cuda_threads}) {
+    LaunchOptions opt;
+    opt.ranks = 1;
+    opt.backend = b;
+    try {
+      launch(opt, [](Communicator&) { return std::string(); });
+      MESSAGE("a usable GPU is present: nothing to check");
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      CHECK(what.find(std::string(backend_name(b))) != std::string::npos);
+      CHECK(what.find("--backend threads") != std::string::npos);
+    }
+  }
+}
+#endif

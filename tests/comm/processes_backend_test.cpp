@@ -117,7 +117,7 @@ TEST_CASE("processes: a deadlock is reported by the timeout, naming the rank, th
 }
 
 TEST_CASE("processes: a receive of a different size than the send is an error naming both sizes") {
-  check_mismatched_sizes(kB, 100);                  // one slot
+  check_mismatched_sizes(kB, 100);                 // one slot
   check_mismatched_sizes(kB, 5 * kSlotBytes + 3);  // streamed
   check_nothing_left_behind();
 }

@@ -1,8 +1,7 @@
 #include "sim/comm/shm_segment.hpp"
 
-#include <sys/stat.h>
-
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <cctype>
 #include <cstring>

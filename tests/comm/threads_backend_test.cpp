@@ -99,11 +99,13 @@ TEST_CASE("threads: a deadlock is reported by the timeout, naming the rank, the 
 }
 
 TEST_CASE("threads: a receive of a different size than the send is an error naming both sizes") {
-  check_mismatched_sizes(kB, 100);                      // eager
+  check_mismatched_sizes(kB, 100);                     // eager
   check_mismatched_sizes(kB, 4 * kThreadsEagerBytes);  // rendezvous
 }
 
-TEST_CASE("threads: ranks calling different collectives are told so") { check_mismatched_collectives(kB); }
+TEST_CASE("threads: ranks calling different collectives are told so") {
+  check_mismatched_collectives(kB);
+}
 
 TEST_CASE("threads: a collective that one rank never calls fails once that rank has finished") {
   check_a_collective_called_by_some_ranks_only(kB);

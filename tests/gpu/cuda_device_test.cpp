@@ -1,13 +1,14 @@
 // The CUDA device against the f64 reference: the tile forward and backward on zigzag blocks (tensor cores for bf16,
 // the simt kernels for f32 and other head dims), rows that see no key, GQA, views inside larger buffers, the LSE merge
 // and the elementwise ops.
+#include "sim/cuda/cuda_device.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "gpu_support.hpp"
-#include "sim/cuda/cuda_device.hpp"
 #include "sim/cuda/tile_counts.hpp"
 #include "sim/layout/layout.hpp"
 
@@ -25,9 +26,11 @@ struct Block {
   std::vector<double> q, k, v, dout;
 };
 
-Block make_block(AttentionShape sh, Positions qp, Positions kp, DType dtype, bool causal = true, std::uint64_t seed = 3) {
+Block make_block(AttentionShape sh, Positions qp, Positions kp, DType dtype, bool causal = true,
+                 std::uint64_t seed = 3) {
   Block b{sh, std::move(qp), std::move(kp), causal, dtype, {}, {}, {}, {}};
-  const auto nq = static_cast<std::size_t>(sh.B * sh.Sq * sh.Nq * sh.D), nk = static_cast<std::size_t>(sh.B * sh.Sk * sh.Nkv * sh.D);
+  const auto nq = static_cast<std::size_t>(sh.B * sh.Sq * sh.Nq * sh.D),
+             nk = static_cast<std::size_t>(sh.B * sh.Sk * sh.Nkv * sh.D);
   b.q = seeded(seed, 0, nq, dtype);
   b.k = seeded(seed, 1, nk, dtype);
   b.v = seeded(seed, 2, nk, dtype);
@@ -82,8 +85,12 @@ void expect_reference(const Block& b, const Result& r) {
   close_enough("dv", r.dv, g.dv, tol);
 }
 
-std::unique_ptr<Device> gpu_device(Recorder& rec) { return make_cuda_device(rec, 0); }
-cuda::CudaDevice& as_cuda(Device& d) { return dynamic_cast<cuda::CudaDevice&>(d); }
+std::unique_ptr<Device> gpu_device(Recorder& rec) {
+  return make_cuda_device(rec, 0);
+}
+cuda::CudaDevice& as_cuda(Device& d) {
+  return dynamic_cast<cuda::CudaDevice&>(d);
+}
 
 }  // namespace
 
@@ -101,7 +108,8 @@ TEST_CASE("the tile forward and backward match the reference on zigzag blocks, i
         const bool mma = dtype == DType::bf16;
         CHECK((r.fwd_path == cuda::AttentionPath::mma) == mma);
         CHECK((r.bwd_path == cuda::AttentionPath::mma) == mma);
-        const TileCounts t = cuda::count_tiles(b.qp, b.kp, true, mma ? cuda::kMmaRows : 1, mma ? cuda::kMmaRows : cuda::kSimtKeys);
+        const TileCounts t =
+            cuda::count_tiles(b.qp, b.kp, true, mma ? cuda::kMmaRows : 1, mma ? cuda::kMmaRows : cuda::kSimtKeys);
         CHECK(r.fwd.tiles_computed == t.computed * 2 * 4);
         CHECK(r.fwd.tiles_skipped == t.skipped * 2 * 4);
       }
@@ -171,7 +179,9 @@ TEST_CASE("attention reads and writes only its views inside larger buffers") {
                 x[static_cast<std::size_t>((s * heads + h) * D + d)];
       return host;
     };
-    auto view = [&](const Buffer& buf, std::int64_t heads) { return View(buf).batches(1, 1).rows(10, 48).heads(1, heads); };
+    auto view = [&](const Buffer& buf, std::int64_t heads) {
+      return View(buf).batches(1, 1).rows(10, 48).heads(1, heads);
+    };
     Buffer q = dev.alloc(big, dtype, Layout::bsnd, "q"), k = dev.alloc(big, dtype, Layout::bsnd, "k"),
            v = dev.alloc(big, dtype, Layout::bsnd, "v"), dout = dev.alloc(big, dtype, Layout::bsnd, "dout"),
            out = dev.alloc(big, dtype, Layout::bsnd, "out");
@@ -230,8 +240,10 @@ TEST_CASE("attention reads and writes only its views inside larger buffers") {
         for (std::int64_t s = 0; s < 100; ++s) {
           const double x = lse_h[static_cast<std::size_t>((bb * 6 + h) * 100 + s)];
           const bool in = bb == 1 && h >= 1 && h < 5 && s >= 10 && s < 58;
-          if (in) lse_in.push_back(x);
-          else lse_changed += x != kSentinel;
+          if (in)
+            lse_in.push_back(x);
+          else
+            lse_changed += x != kSentinel;
         }
     close_enough("lse", lse_in, f.lse, tol);
     CHECK(lse_changed == 0);
@@ -254,7 +266,8 @@ TEST_CASE("merging two halves of the keys by their LSE gives attention over all 
     upload_doubles(dev, k, b.k);
     upload_doubles(dev, v, b.v);
     const Buffer out = dev.alloc(qd, dtype, Layout::bsnd, "out"), out2 = dev.alloc(qd, dtype, Layout::bsnd, "out2");
-    const Buffer lse = dev.alloc({1, 32, 4, 1}, dtype, Layout::bns, "lse"), lse2 = dev.alloc({1, 32, 4, 1}, dtype, Layout::bns, "lse2");
+    const Buffer lse = dev.alloc({1, 32, 4, 1}, dtype, Layout::bns, "lse"),
+                 lse2 = dev.alloc({1, 32, 4, 1}, dtype, Layout::bns, "lse2");
     CHECK(lse.dtype() == DType::f32);  // the log-sum-exp stays f32 for bf16 inputs
     const Positions first = iota_positions(0, 40), second = iota_positions(40, 40);
     dev.attention_forward(View(q), b.qp, View(k).rows(0, 40), View(v).rows(0, 40), first, View(out), View(lse));
@@ -265,7 +278,8 @@ TEST_CASE("merging two halves of the keys by their LSE gives attention over all 
     const auto merged = download_doubles(dev, out);
     const RefForward all = reference_forward(b.q, b.k, b.v, b.shape, b.qp, b.kp, true);
     const GpuTolerance tol = gpu_tolerance(dtype, false);
-    std::vector<double> got(merged.begin() + 8 * 4 * 64, merged.end()), want(all.out.begin() + 8 * 4 * 64, all.out.end());
+    std::vector<double> got(merged.begin() + 8 * 4 * 64, merged.end()),
+        want(all.out.begin() + 8 * 4 * 64, all.out.end());
     close_enough("merged out", got, want, tol);
     CHECK(std::equal(before.begin(), before.begin() + 8 * 4 * 64, merged.begin()));
   }
@@ -278,7 +292,8 @@ TEST_CASE("merge leaves rows whose partial result saw no key unchanged, never Na
   for (DType dtype : {DType::bf16, DType::f32}) {
     const Dims od{1, 4, 1, 64};
     const Buffer out = dev.alloc(od, dtype, Layout::bsnd, "out"), out_t = dev.alloc(od, dtype, Layout::bsnd, "out_t");
-    const Buffer lse = dev.alloc({1, 4, 1, 1}, DType::f32, Layout::bns, "lse"), lse_t = dev.alloc({1, 4, 1, 1}, DType::f32, Layout::bns, "lse_t");
+    const Buffer lse = dev.alloc({1, 4, 1, 1}, DType::f32, Layout::bns, "lse"),
+                 lse_t = dev.alloc({1, 4, 1, 1}, DType::f32, Layout::bns, "lse_t");
     std::vector<double> o(4 * 64, 0.0), ot(4 * 64, 2.0);
     for (int d = 0; d < 64; ++d) o[64 + d] = 1.0;  // row 1 holds a result
     upload_doubles(dev, out, o);

@@ -18,7 +18,8 @@ namespace cpsim::test {
 
 // Values as a buffer of this dtype holds them (bf16 and f32 rounding; f64 unchanged).
 inline std::vector<double> rounded(std::vector<double> v, DType t) {
-  for (double& x : v) x = t == DType::bf16 ? round_to_bf16(x) : t == DType::f32 ? static_cast<double>(static_cast<float>(x)) : x;
+  for (double& x : v)
+    x = t == DType::bf16 ? round_to_bf16(x) : t == DType::f32 ? static_cast<double>(static_cast<float>(x)) : x;
   return v;
 }
 

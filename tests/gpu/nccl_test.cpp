@@ -28,7 +28,9 @@ TEST_SUITE("nccl") {
     CHECK(outcomes[0].stats.comm_counts().count("all_gather") == 2);
   }
 
-  TEST_CASE("every strategy matches the reference on nccl with one rank") { every_strategy(1); }
+  TEST_CASE("every strategy matches the reference on nccl with one rank") {
+    every_strategy(1);
+  }
 
   TEST_CASE("asking for more nccl ranks than GPUs names the cause and the fix") {
     LaunchOptions o;

@@ -1,6 +1,5 @@
 // `cpsim attention` as a learner runs it: exit codes, the check's verdict, one-line usage errors.
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -39,7 +38,8 @@ int lines(const std::string& s) {
 TEST_CASE("cpsim attention --check passes and exits 0 in f32 and f64, causal and full") {
   for (const char* extra : {"--dtype f32", "--dtype f64 --full"}) {
     CAPTURE(extra);
-    const Run r = cpsim(std::string("attention --batch 2 --seq 100 --heads 4 --kv-heads 2 --head-dim 32 --check ") + extra);
+    const Run r =
+        cpsim(std::string("attention --batch 2 --seq 100 --heads 4 --kv-heads 2 --head-dim 32 --check ") + extra);
     INFO(r.output);
     CHECK(r.code == 0);
     CHECK(r.output.find("PASSED") != std::string::npos);
@@ -62,12 +62,12 @@ TEST_CASE("impossible flags exit 2 with one line naming the constraint and a fix
     const char* args;
     const char* says;
   };
-  for (const Case& c : {Case{"--heads 8 --kv-heads 3", "use --kv-heads one of 1, 2, 4, 8"},
-                        Case{"--seq 0", "sequence length must be at least 1"},
-                        Case{"--batch 0", "batch size must be at least 1"},
-                        Case{"--head-dim 0", "head dimension must be at least 1"},
-                        Case{"--dtype bf16", "bf16 needs a GPU device; use --dtype f32 or f64"},
-                        Case{"--causal --full", "exclude each other"}, Case{"--tile 0", "use --tile"}}) {
+  for (const Case& c :
+       {Case{"--heads 8 --kv-heads 3", "use --kv-heads one of 1, 2, 4, 8"},
+        Case{"--seq 0", "sequence length must be at least 1"}, Case{"--batch 0", "batch size must be at least 1"},
+        Case{"--head-dim 0", "head dimension must be at least 1"},
+        Case{"--dtype bf16", "bf16 needs a GPU device; use --dtype f32 or f64"},
+        Case{"--causal --full", "exclude each other"}, Case{"--tile 0", "use --tile"}}) {
     CAPTURE(c.args);
     const Run r = cpsim(std::string("attention ") + c.args);
     INFO(r.output);

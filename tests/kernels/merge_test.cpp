@@ -14,7 +14,9 @@ using test::make_buffer;
 
 namespace {
 const double kInf = std::numeric_limits<double>::infinity();
-std::vector<double> first(const std::vector<double>& x, std::int64_t n) { return {x.begin(), x.begin() + n}; }
+std::vector<double> first(const std::vector<double>& x, std::int64_t n) {
+  return {x.begin(), x.begin() + n};
+}
 }  // namespace
 
 TEST_CASE("merging attention over two halves of the keys gives attention over all keys, in f64 and f32") {
@@ -29,8 +31,10 @@ TEST_CASE("merging attention over two halves of the keys gives attention over al
     const Buffer qb = make_buffer(dev, {B, S, N, D}, t, Layout::bsnd, "q", q);
     const Buffer kb = make_buffer(dev, {B, S, N, D}, t, Layout::bsnd, "k", k);
     const Buffer vb = make_buffer(dev, {B, S, N, D}, t, Layout::bsnd, "v", v);
-    const Buffer out = dev.alloc({B, S, N, D}, t, Layout::bsnd, "out"), lse = dev.alloc({B, S, N, 1}, t, Layout::bns, "lse");
-    const Buffer out2 = dev.alloc({B, S, N, D}, t, Layout::bsnd, "out2"), lse2 = dev.alloc({B, S, N, 1}, t, Layout::bns, "lse2");
+    const Buffer out = dev.alloc({B, S, N, D}, t, Layout::bsnd, "out"),
+                 lse = dev.alloc({B, S, N, 1}, t, Layout::bns, "lse");
+    const Buffer out2 = dev.alloc({B, S, N, D}, t, Layout::bsnd, "out2"),
+                 lse2 = dev.alloc({B, S, N, 1}, t, Layout::bns, "lse2");
     // keys [0, half) into (out, lse), keys [half, S) into (out2, lse2), then merge
     dev.attention_forward(qb, pos, View(kb).rows(0, half), View(vb).rows(0, half), slice(pos, 0, half), out, lse);
     dev.attention_forward(qb, pos, View(kb).rows(half, S - half), View(vb).rows(half, S - half),
@@ -109,8 +113,9 @@ TEST_CASE("a merge on a subset of rows and heads touches only that subset") {
         const double merged = std::log(std::exp(l0) + std::exp(l1));  // lse = log(e^a + e^b)
         CHECK(l[lse.offset(bb, s, h)] == doctest::Approx(merged).epsilon(1e-14));
         for (std::int64_t d = 0; d < D; ++d) {
-          const double want = (std::exp(l0) * a[out.offset(bb, s, h, d)] + std::exp(l1) * ot[out_t.offset(bb, s - 2, h - 1, d)]) /
-                              (std::exp(l0) + std::exp(l1));
+          const double want =
+              (std::exp(l0) * a[out.offset(bb, s, h, d)] + std::exp(l1) * ot[out_t.offset(bb, s - 2, h - 1, d)]) /
+              (std::exp(l0) + std::exp(l1));
           CHECK(o[out.offset(bb, s, h, d)] == doctest::Approx(want).epsilon(1e-13));
         }
       }
@@ -119,8 +124,10 @@ TEST_CASE("a merge on a subset of rows and heads touches only that subset") {
 TEST_CASE("a merge of views with different extents is refused") {
   Recorder rec;
   CpuDevice dev(rec);
-  const Buffer out = dev.alloc({1, 4, 1, 2}, DType::f64, Layout::bsnd, "out"), lse = dev.alloc({1, 4, 1, 1}, DType::f64, Layout::bns, "lse");
-  CHECK_THROWS_AS(dev.merge(View(out).rows(0, 2), View(lse).rows(0, 2), View(out).rows(0, 3), View(lse).rows(0, 3)), Error);
+  const Buffer out = dev.alloc({1, 4, 1, 2}, DType::f64, Layout::bsnd, "out"),
+               lse = dev.alloc({1, 4, 1, 1}, DType::f64, Layout::bns, "lse");
+  CHECK_THROWS_AS(dev.merge(View(out).rows(0, 2), View(lse).rows(0, 2), View(out).rows(0, 3), View(lse).rows(0, 3)),
+                  Error);
   const Buffer lse32 = dev.alloc({1, 4, 1, 1}, DType::f32, Layout::bns, "lse32");
   CHECK_THROWS_AS(dev.merge(out, lse, out, lse32), Error);
 }

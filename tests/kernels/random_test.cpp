@@ -1,9 +1,9 @@
 // The counter-based normal generator: the same sample for the same (seed, stream, index), everywhere.
+#include "sim/core/random.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
-
-#include "sim/core/random.hpp"
 
 using namespace cpsim;
 

@@ -1,4 +1,6 @@
 // The reference: its definition on cases worked by hand, its backward against finite differences, GQA, empty rows.
+#include "sim/kernels/reference.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -6,7 +8,6 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/random.hpp"
-#include "sim/kernels/reference.hpp"
 
 using namespace cpsim;
 

@@ -8,10 +8,10 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/random.hpp"
-#include "sim/kernels/plain.hpp"
 #include "sim/kernels/check.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/host_io.hpp"
+#include "sim/kernels/plain.hpp"
 #include "sim/kernels/single_run.hpp"
 #include "sim/layout/layout.hpp"
 
@@ -29,8 +29,8 @@ AttentionCheck tiled_check(const AttentionProblem& p, DType dtype, int tile) {
 
 void require_passed(const AttentionCheck& c) {
   INFO("out ", c.err.out, " <= ", c.allowed.out, ";  lse ", c.err.lse, " <= ", c.allowed.lse);
-  INFO("dq ", c.err.dq, " <= ", c.allowed.dq, ";  dk ", c.err.dk, " <= ", c.allowed.dk, ";  dv ", c.err.dv, " <= ",
-       c.allowed.dv);
+  INFO("dq ", c.err.dq, " <= ", c.allowed.dq, ";  dk ", c.err.dk, " <= ", c.allowed.dk, ";  dv ", c.err.dv,
+       " <= ", c.allowed.dv);
   CHECK(c.backward);
   CHECK(c.passed);
 }
@@ -169,9 +169,11 @@ TEST_CASE("the backward adds into dq, dk and dv instead of overwriting them") {
     upload_values(dev, b, x);
     return b;
   };
-  const Buffer q = up(qd, Layout::bsnd, "q", p.q), k = up(kd, Layout::bsnd, "k", p.k), v = up(kd, Layout::bsnd, "v", p.v);
+  const Buffer q = up(qd, Layout::bsnd, "q", p.q), k = up(kd, Layout::bsnd, "k", p.k),
+               v = up(kd, Layout::bsnd, "v", p.v);
   const Buffer dout = up(qd, Layout::bsnd, "dout", p.dout);
-  const Buffer out = dev.alloc(qd, DType::f64, Layout::bsnd, "out"), lse = dev.alloc({1, 20, 2, 1}, DType::f64, Layout::bns, "lse");
+  const Buffer out = dev.alloc(qd, DType::f64, Layout::bsnd, "out"),
+               lse = dev.alloc({1, 20, 2, 1}, DType::f64, Layout::bns, "lse");
   const Buffer dq = dev.alloc(qd, DType::f64, Layout::bsnd, "dq"), dk = dev.alloc(kd, DType::f64, Layout::bsnd, "dk"),
                dv = dev.alloc(kd, DType::f64, Layout::bsnd, "dv");
   dev.attention_forward(q, p.q_pos, k, v, p.k_pos, out, lse);
@@ -247,8 +249,12 @@ TEST_CASE("the kernel reads and writes strided views inside larger buffers and l
               if (!inside(bb, s, h) && x[b.offset(bb, s, h, d)] != sentinel) ++bad;
       return bad;
     };
-    auto in_q = [&](std::int64_t b, std::int64_t s, std::int64_t h) { return b == 1 && s >= 3 && s < 3 + S && h >= 1 && h < 1 + Nq; };
-    auto in_k = [&](std::int64_t b, std::int64_t s, std::int64_t h) { return b == 0 && s >= 2 && s < 2 + S && h >= 2 && h < 2 + Nkv; };
+    auto in_q = [&](std::int64_t b, std::int64_t s, std::int64_t h) {
+      return b == 1 && s >= 3 && s < 3 + S && h >= 1 && h < 1 + Nq;
+    };
+    auto in_k = [&](std::int64_t b, std::int64_t s, std::int64_t h) {
+      return b == 0 && s >= 2 && s < 2 + S && h >= 2 && h < 2 + Nkv;
+    };
     auto in_l = [&](std::int64_t b, std::int64_t s, std::int64_t h) { return b == 2 && s >= 1 && s < 1 + S && h < Nq; };
     CHECK(outside_untouched(O, in_q) == 0);
     CHECK(outside_untouched(DQ, in_q) == 0);

@@ -60,13 +60,33 @@ class JsonReader {
   Value value() {
     Value v;
     switch (peek()) {
-      case '{': v.type = Value::Type::object; object(v); break;
-      case '[': v.type = Value::Type::array; array(v); break;
-      case '"': v.type = Value::Type::string; v.str = string(); break;
-      case 't': word("true"); v.type = Value::Type::boolean; v.b = true; break;
-      case 'f': word("false"); v.type = Value::Type::boolean; break;
-      case 'n': word("null"); break;
-      default: v.type = Value::Type::number; v.num = number();
+      case '{':
+        v.type = Value::Type::object;
+        object(v);
+        break;
+      case '[':
+        v.type = Value::Type::array;
+        array(v);
+        break;
+      case '"':
+        v.type = Value::Type::string;
+        v.str = string();
+        break;
+      case 't':
+        word("true");
+        v.type = Value::Type::boolean;
+        v.b = true;
+        break;
+      case 'f':
+        word("false");
+        v.type = Value::Type::boolean;
+        break;
+      case 'n':
+        word("null");
+        break;
+      default:
+        v.type = Value::Type::number;
+        v.num = number();
     }
     return v;
   }
@@ -113,20 +133,38 @@ class JsonReader {
       }
       const char e = t_[i_++];
       switch (e) {
-        case '"': case '\\': case '/': s += e; break;
-        case 'b': s += '\b'; break;
-        case 'f': s += '\f'; break;
-        case 'n': s += '\n'; break;
-        case 'r': s += '\r'; break;
-        case 't': s += '\t'; break;
+        case '"':
+        case '\\':
+        case '/':
+          s += e;
+          break;
+        case 'b':
+          s += '\b';
+          break;
+        case 'f':
+          s += '\f';
+          break;
+        case 'n':
+          s += '\n';
+          break;
+        case 'r':
+          s += '\r';
+          break;
+        case 't':
+          s += '\t';
+          break;
         case 'u': {
           if (i_ + 4 > t_.size()) fail("short \\u escape");
           const unsigned long cp = std::strtoul(t_.substr(i_, 4).c_str(), nullptr, 16);
           i_ += 4;
-          if (cp < 0x80) s += static_cast<char>(cp); else s += '?';  // the tests need ASCII only
+          if (cp < 0x80)
+            s += static_cast<char>(cp);
+          else
+            s += '?';  // the tests need ASCII only
           break;
         }
-        default: fail("bad escape");
+        default:
+          fail("bad escape");
       }
     }
   }
@@ -134,7 +172,10 @@ class JsonReader {
     const std::size_t start = i_;
     if (peek() == '-') ++i_;
     if (!std::isdigit(static_cast<unsigned char>(peek()))) fail("expected a value");
-    if (peek() == '0') ++i_; else while (std::isdigit(static_cast<unsigned char>(peek()))) ++i_;
+    if (peek() == '0')
+      ++i_;
+    else
+      while (std::isdigit(static_cast<unsigned char>(peek()))) ++i_;
     if (peek() == '.') {
       ++i_;
       if (!std::isdigit(static_cast<unsigned char>(peek()))) fail("expected a digit after '.'");

@@ -1,12 +1,13 @@
 // The trace file: per-rank event counts follow each strategy's communication pattern, the JSON parses and follows
 // the Chrome Trace Event Format, and its content agrees with the run's own counters and the layout.
+#include "sim/runtime/trace.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
 #include "json_reader.hpp"
 #include "sim/core/error.hpp"
-#include "sim/runtime/trace.hpp"
 
 using namespace cpsim;
 using test::JsonReader;
@@ -65,9 +66,9 @@ TEST_CASE("a ring forward trace has C-1 isends, C-1 irecvs and a wait for each o
       CHECK(count(p, r, kLaneComm, "irecv") == C - 1);
       CHECK(count(p, r, kLaneComm) == 2 * (C - 1));
       CHECK(count(p, r, kLaneIdle) == 2 * (C - 1));
-      CHECK(count(p, r, kLaneCompute) == C);               // one block per step (contiguous skips are recorded too)
+      CHECK(count(p, r, kLaneCompute) == C);  // one block per step (contiguous skips are recorded too)
       CHECK(count(p, r, kLaneSteps, "forward step 0") == 1);
-      CHECK(count(p, r, kLaneSteps, "forward") == 1);      // the phase slice
+      CHECK(count(p, r, kLaneSteps, "forward") == 1);  // the phase slice
     }
   }
 }

@@ -1,150 +1,186 @@
 // The page: loads inlined data (cpsim run --html) or files (picker, drag and drop), switches views, keeps the view
 // and step in the address (#view=grid&phase=forward&step=1) so a link or a headless browser can open one.
-"use strict";
-(function (ns) {
-  const VIEWS = ["timeline", "grid", "stats", "bench"];
-  const state = { view: "timeline", trace: null, bench: null, timeline: {}, grid: { phase: "forward", step: 0, earlier: false } };
-  state.grid.onchange = () => { writeHash(); render(); };
+'use strict';
+(function(ns) {
+const VIEWS = ['timeline', 'grid', 'stats', 'bench'];
+const state = {
+  view: 'timeline',
+  trace: null,
+  bench: null,
+  timeline: {},
+  grid: {phase: 'forward', step: 0, earlier: false}
+};
+state.grid.onchange = () => {
+  writeHash();
+  render();
+};
 
-  function message(text) { document.getElementById("message").textContent = text || ""; }
+function message(text) { document.getElementById('message').textContent = text || ''; }
 
-  function readHash() {
-    const h = new URLSearchParams(location.hash.replace(/^#/, ""));
-    if (VIEWS.includes(h.get("view"))) state.view = h.get("view");
-    if (h.get("phase")) state.grid.phase = h.get("phase");
-    if (h.get("step")) state.grid.step = h.get("step") === "all" ? "all" : +h.get("step");
-    if (h.get("earlier")) state.grid.earlier = h.get("earlier") === "1";
+function readHash() {
+  const h = new URLSearchParams(location.hash.replace(/^#/, ''));
+  if (VIEWS.includes(h.get('view'))) state.view = h.get('view');
+  if (h.get('phase')) state.grid.phase = h.get('phase');
+  if (h.get('step')) state.grid.step = h.get('step') === 'all' ? 'all' : +h.get('step');
+  if (h.get('earlier')) state.grid.earlier = h.get('earlier') === '1';
+}
+function writeHash() {
+  const g = state.grid;
+  const h = 'view=' + state.view +
+      (state.view === 'grid' ? '&phase=' + g.phase + '&step=' + g.step + (g.earlier ? '&earlier=1' : '') : '');
+  history.replaceState(null, '', '#' + h);
+}
+
+function summary() {
+  const box = ns.clear(document.getElementById('summary'));
+  if (!state.trace) {
+    box.textContent =
+        state.bench ? 'Benchmark loaded; open a trace (cpsim run --trace FILE) for the other views' : 'No trace loaded';
+    return;
   }
-  function writeHash() {
-    const g = state.grid;
-    const h = "view=" + state.view + (state.view === "grid" ? "&phase=" + g.phase + "&step=" + g.step + (g.earlier ? "&earlier=1" : "") : "");
-    history.replaceState(null, "", "#" + h);
-  }
+  const c = state.trace.cfg, pill = (text, cls) => ns.html('span', {class: 'pill ' + (cls || '')}, box, text);
+  pill(c.strategy + (c.strategy === 'hybrid' ? ' (A2A ' + c.a2a + ' \u00d7 ring ' + c.ranks / c.a2a + ')' : ''));
+  pill(c.sharding);
+  pill('C = ' + c.ranks + ' ranks (' + c.backend + ')');
+  pill('B=' + c.batch + ' S=' + c.seq + ' Nq=' + c.heads + ' Nkv=' + c.kv_heads + ' D=' + c.head_dim + ' ' + c.dtype);
+  pill(c.backward ? 'forward + backward' : 'forward');
+  if (!c.causal) pill('no causal mask');
+  const chk = state.trace.run.check;
+  if (chk) pill(chk.passed ? 'check passed' : 'check FAILED', chk.passed ? 'ok' : 'bad');
+}
 
-  function summary() {
-    const box = ns.clear(document.getElementById("summary"));
-    if (!state.trace) {
-      box.textContent = state.bench ? "Benchmark loaded; open a trace (cpsim run --trace FILE) for the other views" : "No trace loaded";
-      return;
-    }
-    const c = state.trace.cfg, pill = (text, cls) => ns.html("span", { class: "pill " + (cls || "") }, box, text);
-    pill(c.strategy + (c.strategy === "hybrid" ? " (A2A " + c.a2a + " \u00d7 ring " + c.ranks / c.a2a + ")" : ""));
-    pill(c.sharding);
-    pill("C = " + c.ranks + " ranks (" + c.backend + ")");
-    pill("B=" + c.batch + " S=" + c.seq + " Nq=" + c.heads + " Nkv=" + c.kv_heads + " D=" + c.head_dim + " " + c.dtype);
-    pill(c.backward ? "forward + backward" : "forward");
-    if (!c.causal) pill("no causal mask");
-    const chk = state.trace.run.check;
-    if (chk) pill(chk.passed ? "check passed" : "check FAILED", chk.passed ? "ok" : "bad");
-  }
+function emptyView(section, what) {
+  ns.clear(section);
+  const p = ns.html('div', {class: 'empty'}, section);
+  p.appendChild(document.createTextNode('No trace loaded. Write one with '));
+  ns.html('code', {}, p, 'cpsim run --strategy ring --ranks 4 --backward --trace run.json');
+  p.appendChild(
+      document.createTextNode(' and open it here (Open files\u2026 or drop it on the page) to see ' + what + '.'));
+}
 
-  function emptyView(section, what) {
-    ns.clear(section);
-    const p = ns.html("div", { class: "empty" }, section);
-    p.appendChild(document.createTextNode("No trace loaded. Write one with "));
-    ns.html("code", {}, p, "cpsim run --strategy ring --ranks 4 --backward --trace run.json");
-    p.appendChild(document.createTextNode(" and open it here (Open files\u2026 or drop it on the page) to see " + what + "."));
-  }
+function draw(view) {
+  const section = document.getElementById('view-' + view);
+  if (view === 'bench')
+    ns.renderBench(section, state.bench);
+  else if (!state.trace)
+    emptyView(section, {timeline: 'the timeline', grid: 'the attention grid', stats: 'the per-rank totals'}[view]);
+  else if (view === 'timeline')
+    ns.renderTimeline(section, state.trace, state.timeline);
+  else if (view === 'grid')
+    ns.renderGrid(section, state.trace, state.grid);
+  else
+    ns.renderStats(section, state.trace);
+}
 
-  function draw(view) {
-    const section = document.getElementById("view-" + view);
-    if (view === "bench") ns.renderBench(section, state.bench);
-    else if (!state.trace) emptyView(section, { timeline: "the timeline", grid: "the attention grid", stats: "the per-rank totals" }[view]);
-    else if (view === "timeline") ns.renderTimeline(section, state.trace, state.timeline);
-    else if (view === "grid") ns.renderGrid(section, state.trace, state.grid);
-    else ns.renderStats(section, state.trace);
+// Draws the active view, or every view (after loading, so each is in the page and a tab switch is instant).
+function render(all) {
+  for (const b of document.querySelectorAll('#tabs button'))
+    b.setAttribute('aria-selected', String(b.dataset.view === state.view));
+  for (const s of document.querySelectorAll('.view')) s.classList.toggle('active', s.dataset.view === state.view);
+  try {
+    for (const v of all ? VIEWS : [state.view]) draw(v);
+  } catch (err) {
+    message('Could not draw this view: ' + err.message);
+    throw err;
   }
+  document.body.dataset.view = state.view;
+  document.body.dataset.loaded = [state.trace && 'trace', state.bench && 'bench'].filter(Boolean).join(',');
+}
 
-  // Draws the active view, or every view (after loading, so each is in the page and a tab switch is instant).
-  function render(all) {
-    for (const b of document.querySelectorAll("#tabs button")) b.setAttribute("aria-selected", String(b.dataset.view === state.view));
-    for (const s of document.querySelectorAll(".view")) s.classList.toggle("active", s.dataset.view === state.view);
-    try {
-      for (const v of all ? VIEWS : [state.view]) draw(v);
-    } catch (err) {
-      message("Could not draw this view: " + err.message);
-      throw err;
-    }
-    document.body.dataset.view = state.view;
-    document.body.dataset.loaded = [state.trace && "trace", state.bench && "bench"].filter(Boolean).join(",");
+function load(obj, name) {
+  const m = ns.parseAny(obj);
+  if (m.kind === 'trace') {
+    state.trace = m;
+    state.timeline = {};
+    if (state.view === 'bench') state.view = 'timeline';
+  } else {
+    state.bench = m;
+    if (!state.trace) state.view = 'bench';
   }
+  message(name ? 'Opened ' + name : '');
+}
 
-  function load(obj, name) {
-    const m = ns.parseAny(obj);
-    if (m.kind === "trace") {
-      state.trace = m;
-      state.timeline = {};
-      if (state.view === "bench") state.view = "timeline";
-    } else {
-      state.bench = m;
-      if (!state.trace) state.view = "bench";
-    }
-    message(name ? "Opened " + name : "");
-  }
-
-  function openFiles(files) {
-    for (const f of files) {
-      const reader = new FileReader();
-      reader.onload = () => {
-        try {
-          load(JSON.parse(reader.result), f.name);
-        } catch (err) {
-          message(f.name + ": " + err.message);
-          return;
-        }
-        summary();
-        writeHash();
-        render(true);
-      };
-      reader.readAsText(f);
-    }
-  }
-
-  function start() {
-    readHash();
-    for (const id of ["cpsim-trace", "cpsim-bench"]) {
-      const block = document.getElementById(id);
-      if (!block) continue;
+function openFiles(files) {
+  for (const f of files) {
+    const reader = new FileReader();
+    reader.onload = () => {
       try {
-        load(JSON.parse(block.textContent));
+        load(JSON.parse(reader.result), f.name);
       } catch (err) {
-        message("The inlined " + id.slice(6) + " could not be read: " + err.message);
+        message(f.name + ': ' + err.message);
+        return;
       }
-    }
-    readHash();  // an explicit #view wins over the default chosen by what was loaded
-    for (const b of document.querySelectorAll("#tabs button"))
-      b.addEventListener("click", () => {
-        if (state.grid.playing) { clearInterval(state.grid.playing); state.grid.playing = null; }
-        state.view = b.dataset.view;
-        writeHash();
-        render();
-      });
-    document.getElementById("file-input").addEventListener("change", (e) => {
-      openFiles([...e.target.files]);
-      e.target.value = "";  // choosing the same file again reloads it
-    });
-    let depth = 0;
-    window.addEventListener("dragenter", (e) => { e.preventDefault(); ++depth; document.body.classList.add("dragover"); });
-    window.addEventListener("dragleave", () => { if (--depth <= 0) { depth = 0; document.body.classList.remove("dragover"); } });
-    window.addEventListener("dragover", (e) => e.preventDefault());
-    window.addEventListener("drop", (e) => {
-      e.preventDefault();
-      depth = 0;
-      document.body.classList.remove("dragover");
-      openFiles(e.dataTransfer.files);
-    });
-    window.addEventListener("keydown", (e) => {
-      if (state.view !== "grid" || !state.trace || !state.grid.stepBy || e.target.tagName === "INPUT") return;
-      if (e.key === "ArrowRight") state.grid.stepBy(1);
-      if (e.key === "ArrowLeft") state.grid.stepBy(-1);
-    });
-    window.addEventListener("hashchange", () => { readHash(); render(true); });
-    let pending = 0;
-    window.addEventListener("resize", () => { clearTimeout(pending); pending = setTimeout(render, 120); });
-    summary();
-    render(true);
+      summary();
+      writeHash();
+      render(true);
+    };
+    reader.readAsText(f);
   }
+}
 
-  ns.state = state;
-  start();
+function start() {
+  readHash();
+  for (const id of ['cpsim-trace', 'cpsim-bench']) {
+    const block = document.getElementById(id);
+    if (!block) continue;
+    try {
+      load(JSON.parse(block.textContent));
+    } catch (err) {
+      message('The inlined ' + id.slice(6) + ' could not be read: ' + err.message);
+    }
+  }
+  readHash();  // an explicit #view wins over the default chosen by what was loaded
+  for (const b of document.querySelectorAll('#tabs button'))
+    b.addEventListener('click', () => {
+      if (state.grid.playing) {
+        clearInterval(state.grid.playing);
+        state.grid.playing = null;
+      }
+      state.view = b.dataset.view;
+      writeHash();
+      render();
+    });
+  document.getElementById('file-input').addEventListener('change', (e) => {
+    openFiles([...e.target.files]);
+    e.target.value = '';  // choosing the same file again reloads it
+  });
+  let depth = 0;
+  window.addEventListener('dragenter', (e) => {
+    e.preventDefault();
+    ++depth;
+    document.body.classList.add('dragover');
+  });
+  window.addEventListener('dragleave', () => {
+    if (--depth <= 0) {
+      depth = 0;
+      document.body.classList.remove('dragover');
+    }
+  });
+  window.addEventListener('dragover', (e) => e.preventDefault());
+  window.addEventListener('drop', (e) => {
+    e.preventDefault();
+    depth = 0;
+    document.body.classList.remove('dragover');
+    openFiles(e.dataTransfer.files);
+  });
+  window.addEventListener('keydown', (e) => {
+    if (state.view !== 'grid' || !state.trace || !state.grid.stepBy || e.target.tagName === 'INPUT') return;
+    if (e.key === 'ArrowRight') state.grid.stepBy(1);
+    if (e.key === 'ArrowLeft') state.grid.stepBy(-1);
+  });
+  window.addEventListener('hashchange', () => {
+    readHash();
+    render(true);
+  });
+  let pending = 0;
+  window.addEventListener('resize', () => {
+    clearTimeout(pending);
+    pending = setTimeout(render, 120);
+  });
+  summary();
+  render(true);
+}
+
+ns.state = state;
+start();
 })(window.cpsim);

@@ -13,7 +13,9 @@
 
 namespace cpsim::exercise {
 
-std::vector<int> zigzag_chunks(int rank, int ranks) { return {rank, 2 * ranks - 1 - rank}; }
+std::vector<int> zigzag_chunks(int rank, int ranks) {
+  return {rank, 2 * ranks - 1 - rank};
+}
 
 void zigzag_ring_forward(Communicator& comm, Device& dev, const SeqLayout& layout, const Buffer& q, const Buffer& k,
                          const Buffer& v, const Buffer& out, const Buffer& lse, double scale) {

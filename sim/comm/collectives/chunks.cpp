@@ -27,6 +27,8 @@ Chunks Chunks::balanced(int c, std::size_t count, std::size_t elem) {
   return ch;
 }
 
-std::size_t Chunks::largest() const { return bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end()); }
+std::size_t Chunks::largest() const {
+  return bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end());
+}
 
 }  // namespace cpsim::collectives

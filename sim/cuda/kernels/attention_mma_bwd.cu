@@ -31,11 +31,11 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma(AttentionArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* s_k = reinterpret_cast<bf16*>(smem);
   bf16* s_v = s_k + kBc * D;
-  bf16* s_q = s_v + kBc * D;        // [2][kBr][D]
-  bf16* s_do = s_q + 2 * kBr * D;   // [2][kBr][D]
-  bf16* s_ds = s_do + 2 * kBr * D;  // [kBc][kBr]: ds^T, swizzled rows of 64
-  float* s_lse = reinterpret_cast<float*>(s_ds + kBc * kBr);  // [2][kBr]
-  float* s_di = s_lse + 2 * kBr;                              // [2][kBr]
+  bf16* s_q = s_v + kBc * D;                                               // [2][kBr][D]
+  bf16* s_do = s_q + 2 * kBr * D;                                          // [2][kBr][D]
+  bf16* s_ds = s_do + 2 * kBr * D;                                         // [kBc][kBr]: ds^T, swizzled rows of 64
+  float* s_lse = reinterpret_cast<float*>(s_ds + kBc * kBr);               // [2][kBr]
+  float* s_di = s_lse + 2 * kBr;                                           // [2][kBr]
   std::int64_t* s_qpos = reinterpret_cast<std::int64_t*>(s_di + 2 * kBr);  // [2][kBr]
 
   const int kvh = blockIdx.x, b = blockIdx.y, kt = blockIdx.z;
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma(AttentionArgs a) {
         s[nb][e] = visible ? exp2f(s[nb][e] * sl2 - lse_q * kLog2e) : 0.f;
       }
 
-    // 3. dv += p^T dout
+      // 3. dv += p^T dout
 #pragma unroll
     for (int kk = 0; kk < kBr / 16; ++kk) {
       std::uint32_t pa[4];
@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma(AttentionArgs a) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nb][e] = s[nb][e] * (dpt[nb][e] - di[nb * 8 + 2 * tq + (e & 1)]) * a.scale;
 
-    // 6. dk += ds^T q, and 7. ds^T to shared memory for the dq product.
+        // 6. dk += ds^T q, and 7. ds^T to shared memory for the dq product.
 #pragma unroll
     for (int kk = 0; kk < kBr / 16; ++kk) {
       std::uint32_t da[4];
@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma(AttentionArgs a) {
     for (int nb = 0; nb < kBr / 8; ++nb)
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        *reinterpret_cast<std::uint32_t*>(s_ds + swz<kBr>(key_row[r], nb) + 2 * tq) =
+        *reinterpret_cast<std::uint32_t*>(s_ds + swz(kBr, key_row[r], nb) + 2 * tq) =
             pack_bf16(s[nb][2 * r], s[nb][2 * r + 1]);
     __syncthreads();
 
@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma(AttentionArgs a) {
 #pragma unroll
       for (int kk = 0; kk < kBc / 16; ++kk) {
         std::uint32_t da[4];
-        ldmatrix_x4_trans(da, s_ds + swz<kBr>(16 * kk + (lane & 7) + (lane >> 4) * 8, 2 * warp + ((lane >> 3) & 1)));
+        load_a_transposed<kBr>(da, s_ds, warp, kk);
 #pragma unroll
         for (int dp = 0; dp < 4; ++dp) {
           std::uint32_t bk[4];
@@ -259,9 +259,12 @@ cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
 
 cudaError_t launch_backward_mma(const AttentionArgs& a, cudaStream_t stream) {
   switch (a.q.d) {
-    case 64: return launch<64>(a, stream);
-    case 128: return launch<128>(a, stream);
-    default: return cudaErrorInvalidValue;
+    case 64:
+      return launch<64>(a, stream);
+    case 128:
+      return launch<128>(a, stream);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 

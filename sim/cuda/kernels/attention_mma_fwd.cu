@@ -27,8 +27,8 @@ template <int D>
 __global__ void __launch_bounds__(kThreads, 2) forward_mma(AttentionArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* s_q = reinterpret_cast<bf16*>(smem);
-  bf16* s_k = s_q + kBr * D;      // [2][kBc][D]
-  bf16* s_v = s_k + 2 * kBc * D;  // [2][kBc][D]
+  bf16* s_k = s_q + kBr * D;                                                  // [2][kBc][D]
+  bf16* s_v = s_k + 2 * kBc * D;                                              // [2][kBc][D]
   std::int64_t* s_kpos = reinterpret_cast<std::int64_t*>(s_v + 2 * kBc * D);  // [2][kBc]
 
   const int h = blockIdx.x, b = blockIdx.y;
@@ -64,7 +64,8 @@ __global__ void __launch_bounds__(kThreads, 2) forward_mma(AttentionArgs a) {
     const int j0 = kt * kBc, valid = min(kBc, sk - j0);
     load_tile_async<D, kThreads>(s_k + stage * kBc * D, k + j0 * a.k.row_stride, a.k.row_stride, valid);
     load_tile_async<D, kThreads>(s_v + stage * kBc * D, v + j0 * a.v.row_stride, a.v.row_stride, valid);
-    if (threadIdx.x < kBc) s_kpos[stage * kBc + threadIdx.x] = threadIdx.x < valid ? a.k_pos[j0 + threadIdx.x] : kPosNone;
+    if (threadIdx.x < kBc)
+      s_kpos[stage * kBc + threadIdx.x] = threadIdx.x < valid ? a.k_pos[j0 + threadIdx.x] : kPosNone;
   };
 
   if (n_tiles > 0) {
@@ -114,7 +115,7 @@ __global__ void __launch_bounds__(kThreads, 2) forward_mma(AttentionArgs a) {
           if (!visible) s[nb][e] = neg_inf();
         }
 
-    // 3. Online softmax, per row r: the row's four lanes (same g) reduce with xor 1 and 2.
+        // 3. Online softmax, per row r: the row's four lanes (same g) reduce with xor 1 and 2.
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float mx = neg_inf();
@@ -168,7 +169,8 @@ __global__ void __launch_bounds__(kThreads, 2) forward_mma(AttentionArgs a) {
     bf16* o_row = out + row[r] * a.out.row_stride;
 #pragma unroll
     for (int dn = 0; dn < D / 8; ++dn)
-      *reinterpret_cast<std::uint32_t*>(o_row + dn * 8 + 2 * tq) = pack_bf16(o[dn][2 * r] * inv, o[dn][2 * r + 1] * inv);
+      *reinterpret_cast<std::uint32_t*>(o_row + dn * 8 + 2 * tq) =
+          pack_bf16(o[dn][2 * r] * inv, o[dn][2 * r + 1] * inv);
     if (tq == 0) lse[row[r] * a.lse.row_stride] = l[r] > 0.f ? m[r] * a.scale + logf(l[r]) : neg_inf();
   }
 }
@@ -187,9 +189,12 @@ cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
 
 cudaError_t launch_forward_mma(const AttentionArgs& a, cudaStream_t stream) {
   switch (a.q.d) {
-    case 64: return launch<64>(a, stream);
-    case 128: return launch<128>(a, stream);
-    default: return cudaErrorInvalidValue;
+    case 64:
+      return launch<64>(a, stream);
+    case 128:
+      return launch<128>(a, stream);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 

@@ -155,7 +155,9 @@ __global__ void __launch_bounds__(32 * kWarps) backward_dkv_simt(AttentionArgs a
   add_row<kPer>(at<float>(a.dv, b, j, kvh), dv, D);
 }
 
-dim3 rows_grid(int rows, int heads, int batch) { return dim3((rows + kWarps - 1) / kWarps, heads, batch); }
+dim3 rows_grid(int rows, int heads, int batch) {
+  return dim3((rows + kWarps - 1) / kWarps, heads, batch);
+}
 
 template <class T, int kPer>
 cudaError_t forward_typed(const AttentionArgs& a, cudaStream_t s) {

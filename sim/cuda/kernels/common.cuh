@@ -15,17 +15,29 @@ using bf16 = __nv_bfloat16;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr std::int64_t kPosNone = INT64_MAX;  // a key position no query sees
 
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
-__device__ __forceinline__ float pos_inf() { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ float neg_inf() {
+  return __int_as_float(0xff800000);
+}
+__device__ __forceinline__ float pos_inf() {
+  return __int_as_float(0x7f800000);
+}
 
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f32(float x) {
+  return x;
+}
+__device__ __forceinline__ float to_f32(bf16 x) {
+  return __bfloat162float(x);
+}
 template <class T>
 __device__ __forceinline__ T from_f32(float x);
 template <>
-__device__ __forceinline__ float from_f32<float>(float x) { return x; }
+__device__ __forceinline__ float from_f32<float>(float x) {
+  return x;
+}
 template <>
-__device__ __forceinline__ bf16 from_f32<bf16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ bf16 from_f32<bf16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 // Two floats as one register of two bf16: the lower half holds x (the lower column), as the mma fragments expect.
 __device__ __forceinline__ std::uint32_t pack_bf16(float x, float y) {
@@ -73,19 +85,12 @@ __device__ __forceinline__ void cp_async_4(void* dst, const void* src, int src_b
 __device__ __forceinline__ void cp_async_8(void* dst, const void* src, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-// A tile of rows of W bf16 values (W a multiple of 64) in shared memory, row-major with its 16-byte chunks
-// swizzled: chunk c of row r is stored at chunk c ^ (r % 8). The 8 rows one ldmatrix reads at one chunk column then
-// fall in 8 different bank groups, instead of all in one (rows are a multiple of 128 bytes apart).
-template <int W>
-__device__ __forceinline__ int swz(int row, int chunk) {
-  static_assert(W % 64 == 0, "the swizzle needs at least 8 chunks per row");
-  return row * W + ((chunk ^ (row & 7)) << 3);
 }
 
 // First index in [0, n) whose position is > x (keys a query at x sees are [0, result)).
@@ -93,7 +98,10 @@ __device__ __forceinline__ int upper_bound_pos(const std::int64_t* p, int n, std
   int lo = 0, hi = n;
   while (lo < hi) {
     const int mid = (lo + hi) >> 1;
-    if (p[mid] <= x) lo = mid + 1; else hi = mid;
+    if (p[mid] <= x)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -102,7 +110,10 @@ __device__ __forceinline__ int lower_bound_pos(const std::int64_t* p, int n, std
   int lo = 0, hi = n;
   while (lo < hi) {
     const int mid = (lo + hi) >> 1;
-    if (p[mid] < x) lo = mid + 1; else hi = mid;
+    if (p[mid] < x)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }

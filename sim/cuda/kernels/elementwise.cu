@@ -31,9 +31,13 @@ dim3 block_for(const Rows& r) {
 template <class T>
 __device__ inline T convert(float x);
 template <>
-__device__ inline float convert<float>(float x) { return x; }
+__device__ inline float convert<float>(float x) {
+  return x;
+}
 template <>
-__device__ inline bf16 convert<bf16>(float x) { return __float2bfloat16_rn(x); }
+__device__ inline bf16 convert<bf16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 template <class T>
 __global__ void fill_kernel(GpuView dst, Rows r, float value) {
@@ -65,7 +69,8 @@ __global__ void copy_kernel(GpuView dst, Rows rd, GpuView src, Rows rs, bool add
   }
 }
 
-// One warp per (b, s, h) row:  lse = max + log1p(exp(min - max));  out = exp(lse_a - lse) out_a + exp(lse_t - lse) out_t.
+// One warp per (b, s, h) row:  lse = max + log1p(exp(min - max));  out = exp(lse_a - lse) out_a + exp(lse_t - lse)
+// out_t.
 template <class T>
 __global__ void merge_kernel(GpuView out_a, GpuView lse_a, GpuView out_t, GpuView lse_t) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * 4 + (threadIdx.x >> 5);
@@ -135,7 +140,8 @@ cudaError_t launch_fill(const GpuView& dst, double value, cudaStream_t s) {
   const Rows r = rows_of(dst);
   if (r.count == 0 || r.inner == 0) return cudaSuccess;
   return by_type(dst.type, [&](auto zero) {
-    fill_kernel<decltype(zero)><<<static_cast<unsigned>(r.count), block_for(r), 0, s>>>(dst, r, static_cast<float>(value));
+    fill_kernel<decltype(zero)>
+        <<<static_cast<unsigned>(r.count), block_for(r), 0, s>>>(dst, r, static_cast<float>(value));
     return cudaGetLastError();
   });
 }
@@ -155,18 +161,24 @@ static cudaError_t copy_or_add(const GpuView& dst, const GpuView& src, bool add,
   if (rd.count == 0 || rd.inner == 0) return cudaSuccess;
   return by_type(dst.type, [&](auto dz) {
     return by_type(src.type, [&](auto sz) {
-      copy_kernel<decltype(dz), decltype(sz)><<<static_cast<unsigned>(rd.count), block_for(rd), 0, s>>>(dst, rd, src, rs, add);
+      copy_kernel<decltype(dz), decltype(sz)>
+          <<<static_cast<unsigned>(rd.count), block_for(rd), 0, s>>>(dst, rd, src, rs, add);
       return cudaGetLastError();
     });
   });
 }
 
-cudaError_t launch_copy(const GpuView& dst, const GpuView& src, cudaStream_t s) { return copy_or_add(dst, src, false, s); }
-cudaError_t launch_add(const GpuView& dst, const GpuView& src, cudaStream_t s) { return copy_or_add(dst, src, true, s); }
+cudaError_t launch_copy(const GpuView& dst, const GpuView& src, cudaStream_t s) {
+  return copy_or_add(dst, src, false, s);
+}
+cudaError_t launch_add(const GpuView& dst, const GpuView& src, cudaStream_t s) {
+  return copy_or_add(dst, src, true, s);
+}
 
 cudaError_t launch_merge(const GpuView& out_a, const GpuView& lse_a, const GpuView& out_t, const GpuView& lse_t,
                          cudaStream_t s) {
-  if (lse_a.type != ElemType::f32 || lse_t.type != ElemType::f32 || out_a.type != out_t.type) return cudaErrorInvalidValue;
+  if (lse_a.type != ElemType::f32 || lse_t.type != ElemType::f32 || out_a.type != out_t.type)
+    return cudaErrorInvalidValue;
   const std::int64_t rows = static_cast<std::int64_t>(out_a.nb) * out_a.ns * out_a.nh;
   if (rows == 0) return cudaSuccess;
   return by_type(out_a.type, [&](auto zero) {
@@ -175,12 +187,16 @@ cudaError_t launch_merge(const GpuView& out_a, const GpuView& lse_a, const GpuVi
   });
 }
 
-cudaError_t launch_accumulate(void* dst, const void* src, std::int64_t n, ElemType type, ReduceKind op, cudaStream_t s) {
+cudaError_t launch_accumulate(void* dst, const void* src, std::int64_t n, ElemType type, ReduceKind op,
+                              cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   switch (type) {
-    case ElemType::f32: return accumulate_op<float>(dst, src, n, op, s);
-    case ElemType::f64: return accumulate_op<double>(dst, src, n, op, s);
-    case ElemType::i64: return accumulate_op<std::int64_t>(dst, src, n, op, s);
+    case ElemType::f32:
+      return accumulate_op<float>(dst, src, n, op, s);
+    case ElemType::f64:
+      return accumulate_op<double>(dst, src, n, op, s);
+    case ElemType::i64:
+      return accumulate_op<std::int64_t>(dst, src, n, op, s);
     case ElemType::bf16: {
       const unsigned blocks = static_cast<unsigned>(n / 256 + 1 < 4096 ? n / 256 + 1 : 4096);
       accumulate_bf16<<<blocks, 256, 0, s>>>(static_cast<bf16*>(dst), static_cast<const bf16*>(src), n, op);

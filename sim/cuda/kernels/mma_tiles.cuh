@@ -1,35 +1,46 @@
 // Tile loads and mma fragment loads shared by the tensor-core forward and backward kernels.
 //
-// Tiles are kMmaRows rows of D bf16 values in shared memory, swizzled (swz<D>). Three ways to feed mma.sync
-// (m16n8k16, A row-major 16x16, B 16x8 "col", i.e. B[k][n] read with k fastest):
+// Tiles are kMmaRows rows of D bf16 values in shared memory, swizzled (swz, fragments.hpp, which also says where
+// each lane points ldmatrix). The ways to feed mma.sync (m16n8k16, A row-major 16x16, B 16x8 "col"):
 //   load_a      A = X[r0..r0+15][16kk..16kk+15]           X a row-major tile (Q, K, V rows)
 //   load_b_nk   B[k][n] = Y[n][k]: S = X Y^T              Y a row-major tile whose rows are the n index (K for QK^T)
 //               two k-steps at once: {b[0], b[1]} = k-step 2kp, {b[2], b[3]} = k-step 2kp+1, n rows n0..n0+7
 //   load_b_kn   B[k][n] = Y[k][n]: O = P Y                Y a row-major tile whose rows are the k index (V for PV)
 //               k-step kk (rows 16kk..16kk+15), two n-blocks: {b[0], b[1]} = cols 16dp.., {b[2], b[3]} = 16dp+8..
+//   load_a_transposed  A = T^T of a tile T stored [k][m] (the backward's ds^T), read with .trans
 // The accumulator of one mma (rows g, g+8; cols 2t, 2t+1) is, after packing to bf16, the A operand of the next
 // product over the same columns: C of n-blocks 2kk and 2kk+1 = A of k-step kk (see pack_a).
 #pragma once
 #include "sim/cuda/kernels/common.cuh"
+#include "sim/cuda/kernels/fragments.hpp"
 
 namespace cpsim::cuda {
 
+template <int W>
+__device__ __forceinline__ const bf16* lane_ptr(const bf16* tile, RowChunk rc) {
+  static_assert(W % 64 == 0, "the swizzle needs at least 8 chunks per row");
+  return tile + swz(W, rc.row, rc.chunk);
+}
+
 template <int D>
 __device__ __forceinline__ void load_a(std::uint32_t (&a)[4], const bf16* tile, int r0, int kk) {
-  const int lane = threadIdx.x & 31;
-  ldmatrix_x4(a, tile + swz<D>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
+  ldmatrix_x4(a, lane_ptr<D>(tile, a_address(threadIdx.x & 31, r0, kk)));
 }
 
 template <int D>
 __device__ __forceinline__ void load_b_nk(std::uint32_t (&b)[4], const bf16* tile, int n0, int kp) {
-  const int lane = threadIdx.x & 31;
-  ldmatrix_x4(b, tile + swz<D>(n0 + (lane & 7), 4 * kp + (lane >> 3)));
+  ldmatrix_x4(b, lane_ptr<D>(tile, b_nk_address(threadIdx.x & 31, n0, kp)));
 }
 
 template <int D>
 __device__ __forceinline__ void load_b_kn(std::uint32_t (&b)[4], const bf16* tile, int kk, int dp) {
-  const int lane = threadIdx.x & 31;
-  ldmatrix_x4_trans(b, tile + swz<D>(16 * kk + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * dp + (lane >> 4)));
+  ldmatrix_x4_trans(b, lane_ptr<D>(tile, b_kn_address(threadIdx.x & 31, kk, dp)));
+}
+
+// A = T^T for a tile T of W columns stored [k][m] (the backward's ds^T), warp w's 16 rows of A.
+template <int W>
+__device__ __forceinline__ void load_a_transposed(std::uint32_t (&a)[4], const bf16* tile, int w, int kk) {
+  ldmatrix_x4_trans(a, lane_ptr<W>(tile, at_address(threadIdx.x & 31, w, kk)));
 }
 
 // The A operand of k-step kk from accumulators c[n-block][4] over the same 16 rows (n-blocks 2kk, 2kk+1).
@@ -48,7 +59,7 @@ __device__ __forceinline__ void load_tile_async(bf16* tile, const bf16* src, std
   for (int c = threadIdx.x; c < kMmaRows * kChunks; c += kThreads) {
     const int r = c / kChunks, ch = c % kChunks;
     const bool ok = r < valid;
-    cp_async_16(tile + swz<D>(r, ch), ok ? src + r * row_stride + ch * 8 : src, ok ? 16 : 0);
+    cp_async_16(tile + swz(D, r, ch), ok ? src + r * row_stride + ch * 8 : src, ok ? 16 : 0);
   }
 }
 

@@ -14,9 +14,9 @@ TEST_CASE("bf16 keeps 8 significant bits and rounds ties to even") {
   CHECK(from_bf16_bits(0x3f80) == 1.0);
   const double ulp = std::ldexp(1.0, -7);  // spacing of bf16 values in [1, 2)
   CHECK(round_to_bf16(1.0 + ulp) == 1.0 + ulp);
-  CHECK(round_to_bf16(1.0 + ulp / 2) == 1.0);                 // tie: 1.0 is even
-  CHECK(round_to_bf16(1.0 + 3 * ulp / 2) == 1.0 + 2 * ulp);   // tie: 1 + 2 ulp is even
-  CHECK(round_to_bf16(1.0 + ulp / 2 + 1e-6) == 1.0 + ulp);    // above the tie: up
+  CHECK(round_to_bf16(1.0 + ulp / 2) == 1.0);                // tie: 1.0 is even
+  CHECK(round_to_bf16(1.0 + 3 * ulp / 2) == 1.0 + 2 * ulp);  // tie: 1 + 2 ulp is even
+  CHECK(round_to_bf16(1.0 + ulp / 2 + 1e-6) == 1.0 + ulp);   // above the tie: up
   CHECK(round_to_bf16(0.1) == doctest::Approx(0.1).epsilon(1.0 / 256));
 }
 

@@ -1,7 +1,7 @@
 // When the nccl communicator launches held-back point-to-point operations (no GPU needed).
-#include <doctest/doctest.h>
-
 #include "sim/cuda/p2p_batch.hpp"
+
+#include <doctest/doctest.h>
 
 using cpsim::cuda::P2pBatch;
 

@@ -1,7 +1,8 @@
 // The kernel tiles the CUDA device reports, from positions alone (no GPU needed).
+#include "sim/cuda/tile_counts.hpp"
+
 #include <doctest/doctest.h>
 
-#include "sim/cuda/tile_counts.hpp"
 #include "sim/layout/layout.hpp"
 
 using namespace cpsim;

@@ -20,9 +20,9 @@ TEST_CASE("bf16 runs use Transformer Engine's tolerances, wider with GQA; f32 ru
 
 TEST_CASE("check_close allows atol + rtol |reference| per element, and no more") {
   const GpuTolerance tol{0.1, 0.01, "test"};
-  CHECK(check_close({1.0, 10.2}, {1.0, 10.0}, tol).passed);    // 0.2 <= 0.1 + 0.1
+  CHECK(check_close({1.0, 10.2}, {1.0, 10.0}, tol).passed);  // 0.2 <= 0.1 + 0.1
   CHECK_FALSE(check_close({1.0, 10.25}, {1.0, 10.0}, tol).passed);
-  CHECK_FALSE(check_close({0.15}, {0.0}, tol).passed);         // near zero only atol counts
+  CHECK_FALSE(check_close({0.15}, {0.0}, tol).passed);  // near zero only atol counts
   const CloseCheck c = check_close({1.0, 10.2}, {1.0, 10.0}, tol);
   CHECK(c.max_abs_error == doctest::Approx(0.2));
   CHECK(c.allowed == doctest::Approx(0.2));
