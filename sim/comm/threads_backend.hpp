@@ -1,5 +1,5 @@
 // The threads backend: C ranks as std::threads of one process, exchanging messages through per-rank
-// mailboxes in process memory (docs/backends-threads-processes.md).
+// mailboxes in process memory (threads_world.hpp; docs/backends-threads-processes.md).
 //
 // A rank never reads another rank's buffer. A message is written once into memory its receiver owns:
 //   - a receive already posted: the sender copies straight into the receive buffer;

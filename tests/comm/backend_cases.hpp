@@ -135,6 +135,7 @@ inline void check_all_gather(Backend b, int c, const std::vector<std::size_t>& s
       comm.all_gather(mine.data(), all.data(), n);
       for (int p = 0; p < c; ++p)
         bad.add(expect_payload(all.data() + p * n, p, n, salt, tag_of("all_gather chunk", n)));
+      if (n >= (1u << 20)) continue;  // the in-place path is the same for every size
       // In place: our chunk already sits at its place in the output.
       Bytes in_place(n * c);
       if (n > 0) std::memcpy(in_place.data() + r * n, mine.data(), n);
