@@ -8,7 +8,9 @@
 //          (the machine may be shared: the best run is the one least disturbed).
 //   algbw  size / time;  busbw = algbw x factor: sendrecv 1, the three collectives (C-1)/C (nccl-tests).
 //   #wrong elements that differ from the call's definition in a checked call made before the timed ones.
-//   memcpy single-thread memcpy of one chunk, same run, same sizes; bus/mem = busbw / memcpy.
+//   memcpy single-thread memcpy of one chunk, same run, cycling through as much memory as the call touches on
+//          all ranks together (their send and receive buffers), so caches help it as much as they help the
+//          ranks; bus/mem = busbw / memcpy.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -139,17 +141,37 @@ std::string sweep(Op op, Communicator& comm, const std::vector<std::size_t>& siz
   return out.take();
 }
 
-// Single-thread memcpy GB/s of `bytes` between two warm buffers.
-double memcpy_gbps(std::size_t bytes) {
-  std::vector<char> a(std::max<std::size_t>(bytes, 1), 1), b(std::max<std::size_t>(bytes, 1), 0);
+// Bytes of send and receive buffers a call with chunks of n bytes touches on all ranks together.
+std::size_t footprint(Op op, std::size_t n, int c) {
+  const std::size_t cn = static_cast<std::size_t>(c) * n;
+  switch (op) {
+    case Op::sendrecv:
+      return c * 2 * n;
+    case Op::all_gather:
+      return c * (n + cn);
+    case Op::reduce_scatter:
+      return c * (cn + 3 * n);  // input, output, two partial buffers
+    case Op::all_to_all:
+      return c * 2 * cn;
+  }
+  return 0;
+}
+
+// Single-thread memcpy GB/s of `bytes`-byte copies, cycling through buffers of `working_set` bytes in all.
+double memcpy_gbps(std::size_t bytes, std::size_t working_set) {
+  bytes = std::max<std::size_t>(bytes, 1);
+  const std::size_t pieces =
+      std::clamp<std::size_t>(working_set / (2 * bytes), 1, (std::size_t{512} << 20) / bytes + 1);
+  std::vector<char> a(pieces * bytes, 1), b(pieces * bytes, 0);
   const int iters = iterations(bytes) * 4;
-  std::memcpy(b.data(), a.data(), bytes);
+  for (std::size_t p = 0; p < pieces; ++p) std::memcpy(b.data() + p * bytes, a.data() + p * bytes, bytes);
   double s = 1e300;
   for (int run = 0; run < kRuns; ++run) {
     const auto t0 = Clock::now();
     for (int i = 0; i < iters; ++i) {
-      a[i % a.size()] = static_cast<char>(i);  // the copies cannot be merged away
-      std::memcpy(b.data(), a.data(), bytes);
+      const std::size_t at = (i % pieces) * bytes;
+      a[at] = static_cast<char>(i);  // the copies cannot be merged away
+      std::memcpy(b.data() + at, a.data() + at, bytes);
     }
     s = std::min(s, std::chrono::duration<double>(Clock::now() - t0).count() / iters);
   }
@@ -220,7 +242,7 @@ int bench_comm(const std::vector<std::string>& args) {
       row.chunk_bytes = chunk_count(op, sizes[i], ranks) * 4;
       row.algbw = static_cast<double>(row.size) / (row.us * 1e-6) / 1e9;
       row.busbw = row.algbw * bus_factor(op, ranks);
-      row.memcpy = memcpy_gbps(row.chunk_bytes);
+      row.memcpy = memcpy_gbps(row.chunk_bytes, footprint(op, row.chunk_bytes, ranks));
     }
     table.push_back(std::move(rows));
   }

@@ -20,7 +20,7 @@ class WaitPolicy {
   void reset() { spins_ = 0; }
 
  private:
-  static constexpr std::chrono::microseconds kSpinFor{50};
+  static constexpr std::chrono::microseconds kSpinFor{10};
   int spins_ = 0;
   std::chrono::steady_clock::time_point start_;
 };

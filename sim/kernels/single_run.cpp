@@ -1,5 +1,7 @@
 #include "sim/kernels/single_run.hpp"
 
+#include <time.h>
+
 #include <chrono>
 
 #include "sim/core/random.hpp"
@@ -13,6 +15,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 }  // namespace
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 SingleRun run_single_device(Device& dev, const AttentionProblem& p, DType dtype, bool backward) {
   const AttentionShape& sh = p.shape;
@@ -28,9 +36,11 @@ SingleRun run_single_device(Device& dev, const AttentionProblem& p, DType dtype,
     const AttentionOptions opt{.causal = p.causal, .scale = p.scale, .kind = {}};
 
     auto t0 = std::chrono::steady_clock::now();
+    double c0 = thread_cpu_seconds();
     r.fwd_work = dev.attention_forward(q, p.q_pos, k, v, p.k_pos, out, lse, opt);
     dev.synchronize();
     r.fwd_seconds = seconds_since(t0);
+    r.fwd_cpu_seconds = thread_cpu_seconds() - c0;
     r.fwd.out = download_values(dev, out);
     r.fwd.lse = download_values(dev, lse);
 
@@ -39,9 +49,11 @@ SingleRun run_single_device(Device& dev, const AttentionProblem& p, DType dtype,
                    dk = dev.alloc(kd, dtype, Layout::bsnd, "dk"), dv = dev.alloc(kd, dtype, Layout::bsnd, "dv");
       upload_values(dev, dout, p.dout);
       t0 = std::chrono::steady_clock::now();
+      c0 = thread_cpu_seconds();
       r.bwd_work = dev.attention_backward(q, p.q_pos, k, v, p.k_pos, out, lse, dout, dq, dk, dv, opt);
       dev.synchronize();
       r.bwd_seconds = seconds_since(t0);
+      r.bwd_cpu_seconds = thread_cpu_seconds() - c0;
       r.bwd.dq = download_values(dev, dq);
       r.bwd.dk = download_values(dev, dk);
       r.bwd.dv = download_values(dev, dv);

@@ -10,15 +10,20 @@
 namespace cpsim {
 
 struct SingleRun {
-  RefForward fwd;                 // out [B, Sq, Nq, D], lse [B, Nq, Sq], widened to double
-  RefBackward bwd;                // dq, dk, dv (empty when the backward was not run)
-  WorkCounts fwd_work, bwd_work;  // as the Device base recorded them
-  double fwd_seconds = 0, bwd_seconds = 0;
-  std::int64_t peak_bytes = 0;  // the device's peak while the run's buffers were held
+  RefForward fwd;                                   // out [B, Sq, Nq, D], lse [B, Nq, Sq], widened to double
+  RefBackward bwd;                                  // dq, dk, dv (empty when the backward was not run)
+  WorkCounts fwd_work, bwd_work;                    // as the Device base recorded them
+  double fwd_seconds = 0, bwd_seconds = 0;          // wall-clock time of each call
+  double fwd_cpu_seconds = 0, bwd_cpu_seconds = 0;  // CPU time of the calling thread (the CPU device runs on it)
+  std::int64_t peak_bytes = 0;                      // the device's peak while the run's buffers were held
 };
 
 // problem.dout may be empty when backward is false. dtype: the device buffers' dtype.
+// The calling thread's CPU time, unlike wall-clock time, leaves out the time other processes held the core.
 SingleRun run_single_device(Device& dev, const AttentionProblem& problem, DType dtype, bool backward = true);
+
+// Seconds of CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
+double thread_cpu_seconds();
 
 // Deterministic normal inputs (streams q = 0, k = 1, v = 2, dout = 3), positions 0..S-1 for both sides;
 // f32 problems get float-representable values, so the reference sees exactly what the device sees.
