@@ -5,13 +5,12 @@
 #include <initializer_list>
 
 #include "sim/core/error.hpp"
+#include "sim/kernels/host_pool.hpp"
 #include "sim/kernels/merge.hpp"
 #include "sim/kernels/tiled.hpp"
 
 namespace cpsim {
 namespace {
-
-constexpr std::size_t kAlign = 64;  // one cache line, and Eigen's widest packet
 
 // Calls fn(float{}) or fn(double{}) for the buffer's dtype.
 template <class Fn>
@@ -84,15 +83,14 @@ Buffer CpuDevice::alloc(Dims dims, DType dtype, Layout layout, const std::string
   if (dims.b < 0 || dims.s < 0 || dims.n < 0 || dims.d < 1 || (layout == Layout::bns && dims.d != 1))
     throw Error("alloc '" + name + "': impossible dims " + to_string(dims, layout));
   const std::size_t bytes = static_cast<std::size_t>(dims.numel()) * dtype_size(dtype);
-  const std::size_t padded = (std::max<std::size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
-  void* p = std::aligned_alloc(kAlign, padded);
+  void* p = host_pool::take(bytes);  // reused blocks: no fresh pages to fault in on every call
   if (p == nullptr) throw Error("alloc '" + name + "': out of host memory for " + std::to_string(bytes) + " bytes");
   std::memset(p, 0, bytes);
   auto meter = recorder().memory();  // shared with the deleter, which may outlive this device
   const auto counted = static_cast<std::int64_t>(bytes);
   meter->add(counted);
   std::shared_ptr<void> storage(p, [meter, counted](void* x) {
-    std::free(x);
+    host_pool::give(x, static_cast<std::size_t>(counted));
     meter->sub(counted);
   });
   return Buffer(std::move(storage), dims, dtype, layout, name);

@@ -96,11 +96,13 @@ std::string format_report(const RunResult& r) {
      << " " << dtype_name(p.dtype) << (p.causal ? " causal" : " full") << (cfg.backward ? ", forward+backward" : ", forward")
      << (p.kv_replicate ? ", KV heads replicated" : "") << ", seed " << cfg.seed << "\n\n";
 
-  os << "rank  positions          fwd pairs    " << (cfg.backward ? "bwd pairs    " : "")
+  std::size_t pos_w = 19;  // wide enough for the longest positions text, and at least the header's width
+  for (const RankReport& rk : r.ranks) pos_w = std::max(pos_w, spans_text(rk.spans).size() + 1);
+  os << "rank  " << pad("positions", pos_w) << "fwd pairs    " << (cfg.backward ? "bwd pairs    " : "")
      << "sent        received    peak held   fwd ms   " << (cfg.backward ? "bwd ms   " : "") << "idle ms\n";
   for (const RankReport& rk : r.ranks) {
     const Recorder& s = rk.stats;
-    os << pad(std::to_string(rk.rank), 6) << pad(spans_text(rk.spans), 19)
+    os << pad(std::to_string(rk.rank), 6) << pad(spans_text(rk.spans), pos_w)
        << pad(std::to_string(phase_work(s, "forward").pairs), 13);
     if (cfg.backward) os << pad(std::to_string(phase_work(s, "backward").pairs), 13);
     os << pad(format_bytes(static_cast<double>(s.comm_counts().bytes_sent)), 12)
