@@ -83,7 +83,35 @@ Point measure(std::int64_t S, std::int64_t D, std::int64_t heads, DType dtype, i
   return pt;
 }
 
-int bench_attention(const std::vector<std::string>& args) {
+// `--device cuda` hands the remaining arguments to `cpsim bench gpu_attention` (CUDA builds only).
+std::string take_device(std::vector<std::string>& args) {
+  std::string device = "cpu";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i].rfind("--device=", 0) == 0) {
+      device = args[i].substr(9);
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+    if (args[i] == "--device") {
+      require(i + 1 < args.size(), "--device needs a value", "use --device cpu or --device cuda");
+      device = args[i + 1];
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i), args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+      break;
+    }
+  }
+  return device;
+}
+
+int bench_attention(const std::vector<std::string>& all_args) {
+  std::vector<std::string> args = all_args;
+  const std::string device = take_device(args);
+  if (device == "cuda") {
+    const auto it = benches().find("gpu_attention");
+    require(it != benches().end(), "--device cuda needs the CUDA backend, which this build does not have",
+            "configure with -DCPSIM_WITH_CUDA=ON where nvcc and NCCL are installed, or use --device cpu");
+    return it->second.fn(args);
+  }
+  require(device == "cpu", "--device must be cpu or cuda (got '" + device + "')", "use --device cpu");
   po::options_description desc("cpsim bench attention options");
   std::vector<std::int64_t> seqs{1024, 4096, 16384}, dims{64, 128};
   std::string dtype_s = "f32";
@@ -94,7 +122,8 @@ int bench_attention(const std::vector<std::string>& args) {
       ("head-dim", po::value(&dims)->multitoken(), "head dimensions (default 64 128)")                   //
       ("dtype", po::value(&dtype_s)->default_value("f32"), "f32 or f64")                                 //
       ("tile", po::value(&tile)->default_value(CpuDevice::kDefaultTile), "rows per query and key tile")  //
-      ("json", po::bool_switch(&json), "print one JSON object");
+      ("json", po::bool_switch(&json), "print one JSON object")                                          //
+      ("device", "cpu (this kernel) or cuda (the same as `cpsim bench gpu_attention`, CUDA builds)");
   po::variables_map vm;
   if (!parse("bench attention", desc, args, vm)) return 0;
   const DType dtype = parse_dtype(dtype_s);
