@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/runtime/mpi_runs.hpp"
 #include "sim/runtime/report.hpp"
 #include "sim/runtime/stepper.hpp"
 #include "sim/runtime/trace.hpp"
@@ -32,7 +33,7 @@ bool parse_options(int argc, char** argv, const std::string& title, unsigned fla
   add(kHeadDim, "head-dim,D", &p.head_dim, "head dim D");
   add(kBatch, "batch,B", &p.batch, "batch B");
   add(kSharding, "sharding", &sharding, "zigzag | contiguous");
-  add(kBackend, "backend", &backend, "threads | processes");
+  add(kBackend, "backend", &backend, "threads | processes | mpi (under mpirun -np C)");
   if (flags & kStep)
     desc.add_options()("step", "pause at every step (Enter: next, q: quit); no pause without a terminal")(
         "trace", po::value(&o.trace_file), "write each run's trace (Chrome trace JSON) to this file");
@@ -54,6 +55,14 @@ bool parse_options(int argc, char** argv, const std::string& title, unsigned fla
   p.kv_heads = kv_given ? kv_heads : (heads_given && kv_heads == default_heads ? p.heads : kv_heads);
   p.sharding = parse_sharding(sharding);
   o.config.backend = parse_backend(backend);
+  if (o.config.backend == Backend::mpi && launcher_rank() >= 0) {
+    // Under mpirun rank 0 tells the lesson; the other processes only take part in its runs (mpi_runs.hpp).
+    if (launcher_rank() > 0) {
+      follow_runs();
+      return false;  // as after --help: the lesson ends with exit code 0
+    }
+    lead_runs();
+  }
   o.step = vm.count("step") > 0;
   require(p.ranks >= 1, "--ranks must be at least 1", "use --ranks 4");
   return true;

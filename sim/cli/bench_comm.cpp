@@ -11,6 +11,9 @@
 //   memcpy single-thread memcpy of one chunk, same run, cycling through as much memory as the call touches on
 //          all ranks together (their send and receive buffers), so caches help it as much as they help the
 //          ranks; bus/mem = busbw / memcpy.
+//
+// --backend threads,processes,mpi (under `mpirun -np C`) puts the backends side by side in one table per
+// operation, same sizes, same run: see side_by_side() below and docs/mpi.md.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +21,9 @@
 #include <iostream>
 #include <vector>
 
+#include "sim/cli/bench_comm_ceiling.hpp"
+#include "sim/cli/bench_comm_cma.hpp"
+#include "sim/cli/bench_comm_goals.hpp"
 #include "sim/cli/cli.hpp"
 #include "sim/comm/launcher.hpp"
 #include "sim/core/bytes.hpp"
@@ -183,6 +189,7 @@ double memcpy_gbps(std::size_t bytes, std::size_t working_set) {
 struct Row {
   std::size_t size = 0, chunk_bytes = 0;
   double us = 0, algbw = 0, busbw = 0, memcpy = 0;
+  double ceiling = 0;  // C threads copying at once / memcpy (bench_comm_ceiling.hpp); 0: not measured
   std::int64_t wrong = 0;
 };
 
@@ -197,18 +204,153 @@ std::string human(std::size_t bytes) {
   return s;
 }
 
+// --- Side by side: `--backend threads,processes,mpi` (any list of CPU backends; mpi alone too) ---
+// One table per operation: for each size, every backend's time per call and busbw, from the same sweep() and
+// the same reduction as the single-backend tables (slowest rank, best of kRuns). With mpi in the list the
+// command runs under `mpirun -np C`: the mpi column is the job's C processes; threads and processes are then
+// launched by rank 0 alone while the job's other processes wait idle (run_on_rank0), so each backend has the
+// machine to itself. memcpy is not measured here (the single-backend tables have it).
+
+struct Cell {
+  double us = 0, busbw = 0;
+  std::int64_t wrong = 0;
+};
+
+// Per size, backend b's cell; empty in the processes of an MPI job other than rank 0.
+std::vector<Cell> measure(Backend b, Op op, int ranks, const std::vector<std::size_t>& sizes) {
+  LaunchOptions opt;
+  opt.ranks = ranks;
+  opt.backend = b;
+  const auto outcomes = launch(opt, [&](Communicator& comm) { return sweep(op, comm, sizes); });
+  std::vector<ByteReader> readers;
+  for (const auto& o : outcomes) readers.emplace_back(o.result);
+  std::vector<Cell> cells;
+  if (readers.empty()) return cells;
+  for (std::size_t size : sizes) {
+    Cell cell;
+    std::vector<double> slowest(kRuns, 0);
+    for (auto& in : readers) {
+      for (double& t : slowest) t = std::max(t, in.get<double>());  // a run lasts as long as its slowest rank
+      cell.wrong += in.get<std::int64_t>();
+    }
+    cell.us = *std::min_element(slowest.begin(), slowest.end());
+    cell.busbw = static_cast<double>(size) / (cell.us * 1e-6) / 1e9 * bus_factor(op, ranks);
+    cells.push_back(cell);
+  }
+  return cells;
+}
+
+std::vector<Backend> parse_backend_list(const std::string& list) {
+  std::vector<Backend> out;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t comma = list.find(',', at);
+    const Backend b = parse_backend(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    require(b == Backend::threads || b == Backend::processes || b == Backend::mpi,
+            "bench comm measures the CPU backends only (got '" + std::string(backend_name(b)) + "')",
+            "use --backend threads,processes,mpi or a part of it");
+    require(std::find(out.begin(), out.end(), b) == out.end(),
+            "--backend " + list + " names " + std::string(backend_name(b)) + " twice", "name each backend once");
+    out.push_back(b);
+    if (comma == std::string::npos) return out;
+    at = comma + 1;
+  }
+}
+
+int side_by_side(const std::string& list, int ranks, const std::vector<std::size_t>& sizes, int step, bool json) {
+  const std::vector<Backend> backends = parse_backend_list(list);
+  const bool with_mpi = std::find(backends.begin(), backends.end(), Backend::mpi) != backends.end();
+  require(!with_mpi || launcher_rank() >= 0,
+          "--backend " + list + " measures mpi on the processes mpirun starts, but mpirun did not start this one",
+          "run `mpirun -np " + std::to_string(ranks) + " cpsim bench comm --backend " + list + " --ranks " +
+              std::to_string(ranks) + "`");
+  const std::size_t nops = std::size(kOps);
+  // cells[op][backend][size]
+  std::vector<std::vector<std::vector<Cell>>> cells(nops, std::vector<std::vector<Cell>>(backends.size()));
+  // STEP 1: mpi, on every process of the job (it also checks that the job has --ranks processes).
+  for (std::size_t k = 0; k < nops; ++k)
+    for (std::size_t j = 0; j < backends.size(); ++j)
+      if (backends[j] == Backend::mpi) cells[k][j] = measure(Backend::mpi, kOps[k], ranks, sizes);
+  // STEP 2: the others, by rank 0 alone.
+  run_on_rank0([&] {
+    for (std::size_t k = 0; k < nops; ++k)
+      for (std::size_t j = 0; j < backends.size(); ++j)
+        if (backends[j] != Backend::mpi) cells[k][j] = measure(backends[j], kOps[k], ranks, sizes);
+  });
+  if (launcher_rank() > 0) return 0;  // rank 0 reports
+
+  if (json) {
+    JsonWriter j;
+    j.begin_object().key("backends").begin_array();
+    for (Backend b : backends) j.value(std::string(backend_name(b)));
+    j.end_array().key("ranks").value(ranks).key("ops").begin_array();
+    for (std::size_t k = 0; k < nops; ++k) {
+      j.begin_object().key("op").value(op_name(kOps[k])).key("bus_factor").value(bus_factor(kOps[k], ranks));
+      j.key("rows").begin_array();
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        j.begin_object().key("size").value(static_cast<std::int64_t>(sizes[i]));
+        for (std::size_t b = 0; b < backends.size(); ++b) {
+          const Cell& c = cells[k][b][i];
+          j.key(std::string(backend_name(backends[b]))).begin_object().key("time_us").value(c.us);
+          j.key("busbw_gbps").value(c.busbw).key("wrong").value(c.wrong).end_object();
+        }
+        j.end_object();
+      }
+      j.end_array().end_object();
+    }
+    j.end_array().end_object();
+    std::cout << j.str() << "\n";
+    return 0;
+  }
+
+  std::printf("# cpsim bench comm: %s side by side, %d ranks; sizes %s..%s x%d\n", list.c_str(), ranks,
+              human(sizes.front()).c_str(), human(sizes.back()).c_str(), step);
+  if (with_mpi)
+    std::printf("# mpi: the %d processes of this mpirun job; threads, processes: launched by rank 0 while the job's "
+                "other processes wait idle\n",
+                ranks);
+  std::printf("# time: the slowest rank's mean per call, best of %d runs; busbw = size / time x factor (nccl-tests)\n",
+              kRuns);
+  std::string names;
+  for (Backend b : backends) {
+    char col[16];
+    std::snprintf(col, sizeof col, " %10s", std::string(backend_name(b)).c_str());
+    names += col;
+  }
+  const int width = static_cast<int>(11 * backends.size());
+  for (std::size_t k = 0; k < nops; ++k) {
+    std::printf("#\n# %s (busbw factor %.3g)\n", op_name(kOps[k]), bus_factor(kOps[k], ranks));
+    std::printf("# %10s  %-*s  %-*s %8s\n", "", width, " time per call (us)", width, " busbw (GB/s)", "");
+    std::printf("# %10s  %s  %s %8s\n", "size (B)", names.c_str(), names.c_str(), "#wrong");
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      std::printf("  %10zu  ", sizes[i]);
+      std::int64_t wrong = 0;
+      for (std::size_t b = 0; b < backends.size(); ++b) {
+        std::printf(" %10.2f", cells[k][b][i].us);
+        wrong += cells[k][b][i].wrong;
+      }
+      std::printf("  ");
+      for (std::size_t b = 0; b < backends.size(); ++b) std::printf(" %10.2f", cells[k][b][i].busbw);
+      std::printf(" %8lld\n", static_cast<long long>(wrong));
+    }
+  }
+  return 0;
+}
+
 int bench_comm(const std::vector<std::string>& args) {
   po::options_description desc("cpsim bench comm");
   std::string backend = "threads", minb = "1K", maxb = "64M";
   int ranks = 4, step = 4;
-  desc.add_options()("backend", po::value(&backend), "threads | processes")(
+  desc.add_options()("backend", po::value(&backend),
+                     "threads | processes; or a list, side by side: threads,processes,mpi (mpi: under mpirun)")(
       "ranks", po::value(&ranks), "number of ranks C (default 4)")("minbytes", po::value(&minb), "smallest size (1K)")(
       "maxbytes", po::value(&maxb), "largest size (64M)")("stepfactor", po::value(&step), "size multiplier (4)")(
       "json", "print one JSON object instead of the tables");
   po::variables_map vm;
   if (!parse("bench comm", desc, args, vm)) return 0;
-  const Backend b = parse_backend(backend);
-  require(b == Backend::threads || b == Backend::processes,
+  const bool side = backend.find(',') != std::string::npos || backend == "mpi";  // side_by_side() above
+  const Backend b = side ? Backend::threads : parse_backend(backend);
+  require(side || b == Backend::threads || b == Backend::processes,
           "bench comm measures the CPU backends only (got '" + backend + "')", "use --backend threads or processes");
   require(ranks >= 2, "bench comm needs at least 2 ranks (got " + std::to_string(ranks) + ")", "use --ranks 2 or more");
   require(step >= 2, "--stepfactor must be at least 2", "use --stepfactor 2 or 4");
@@ -217,6 +359,7 @@ int bench_comm(const std::vector<std::string>& args) {
           "use e.g. --minbytes 1K --maxbytes 64M");
   std::vector<std::size_t> sizes;
   for (std::size_t s = lo; s <= hi; s *= step) sizes.push_back(s);
+  if (side) return side_by_side(backend, ranks, sizes, step, vm.count("json") > 0);
 
   LaunchOptions opt;
   opt.ranks = ranks;
@@ -243,19 +386,22 @@ int bench_comm(const std::vector<std::string>& args) {
       row.algbw = static_cast<double>(row.size) / (row.us * 1e-6) / 1e9;
       row.busbw = row.algbw * bus_factor(op, ranks);
       row.memcpy = memcpy_gbps(row.chunk_bytes, footprint(op, row.chunk_bytes, ranks));
+      if (row.chunk_bytes >= CommGoals::kRatioFromChunk)
+        row.ceiling = parallel_memcpy_gbps(row.chunk_bytes, footprint(op, row.chunk_bytes, ranks), ranks) / row.memcpy;
     }
     table.push_back(std::move(rows));
   }
 
-  // Goals: busbw >= 0.5 x memcpy wherever each rank's chunk is >= 1 MiB; sendrecv latency at 1 KiB.
-  const double latency_goal_us = b == Backend::threads ? 10 : 20;
-  double worst_ratio = 1e300, latency_1k = -1;
+  // Goals: busbw >= 0.5 x memcpy wherever each rank's chunk is >= 1 MiB; sendrecv latency at 1 KiB
+  // (bench_comm_goals.hpp).
+  std::vector<GoalRow> goal_rows;
   for (std::size_t k = 0; k < table.size(); ++k)
-    for (const Row& row : table[k]) {
-      if (row.chunk_bytes >= (1u << 20)) worst_ratio = std::min(worst_ratio, row.busbw / row.memcpy);
-      if (kOps[k] == Op::sendrecv && row.size == 1024) latency_1k = row.us;
-    }
-  const bool have_ratio = worst_ratio < 1e300;
+    for (const Row& row : table[k])
+      goal_rows.push_back(GoalRow{kOps[k] == Op::sendrecv, row.size, row.chunk_bytes, row.us, row.busbw, row.memcpy});
+  const CommGoals goals = evaluate_comm_goals(goal_rows, b == Backend::threads);
+  const double latency_goal_us = goals.latency_goal_us;
+  const double worst_ratio = goals.worst_ratio.value_or(0), latency_1k = goals.latency_1k.value_or(-1);
+  const bool have_ratio = goals.worst_ratio.has_value();
 
   if (vm.count("json")) {
     JsonWriter j;
@@ -268,7 +414,9 @@ int bench_comm(const std::vector<std::string>& args) {
         j.key("count").value(static_cast<std::int64_t>(row.size / 4)).key("type").value("float");
         j.key("chunk_bytes").value(static_cast<std::int64_t>(row.chunk_bytes)).key("time_us").value(row.us);
         j.key("algbw_gbps").value(row.algbw).key("busbw_gbps").value(row.busbw).key("wrong").value(row.wrong);
-        j.key("memcpy_gbps").value(row.memcpy).key("busbw_over_memcpy").value(row.busbw / row.memcpy).end_object();
+        j.key("memcpy_gbps").value(row.memcpy).key("busbw_over_memcpy").value(row.busbw / row.memcpy);
+        if (row.ceiling > 0) j.key("ceiling_over_memcpy").value(row.ceiling);
+        j.end_object();
       }
       j.end_array().end_object();
     }
@@ -300,17 +448,33 @@ int bench_comm(const std::vector<std::string>& args) {
       std::printf("  %10zu %12zu %6s %10.2f %10.2f %10.2f %8lld %10.2f %8.2f\n", row.size, row.size / 4, "float",
                   row.us, row.algbw, row.busbw, static_cast<long long>(row.wrong), row.memcpy, row.busbw / row.memcpy);
     }
+    bool first = true;  // the ceiling: every rank copying at once, no messages (bench_comm_ceiling.hpp)
+    for (const Row& row : table[k]) {
+      if (row.ceiling <= 0) continue;
+      if (first) std::printf("# ceiling, %d threads copying at once (bus/mem at most):", ranks);
+      std::printf(" %s %.2f", human(row.size).c_str(), row.ceiling);
+      first = false;
+    }
+    if (!first) std::printf("\n");
   }
   std::printf("#\n# goal: busbw >= 0.50 x memcpy where each rank's chunk >= 1 MiB: ");
   if (have_ratio)
-    std::printf("lowest %.2f (%s)\n", worst_ratio, worst_ratio >= 0.5 ? "met" : "not met");
+    std::printf("lowest %.2f (%s)\n", worst_ratio, goals.ratio_met() ? "met" : "not met");
   else
     std::printf("no such size in this sweep\n");
   std::printf("# goal: ring sendrecv at 1 KiB under %.0f us: ", latency_goal_us);
   if (latency_1k >= 0)
-    std::printf("%.2f us (%s)\n", latency_1k, latency_1k < latency_goal_us ? "met" : "not met");
+    std::printf("%.2f us (%s)\n", latency_1k, goals.latency_met() ? "met" : "not met");
   else
     std::printf("1K is not in this sweep\n");
+  if (b == Backend::processes) {
+    const CmaProbe cma = probe_cross_memory_attach(std::size_t{1} << 20);
+    std::printf("# processes copy each message twice (into a slot, out of it); one copy by cross-memory attach: ");
+    if (cma.allowed)
+      std::printf("process_vm_readv 1 MiB %.2f GB/s vs memcpy %.2f GB/s here\n", cma.cma_gbps, cma.memcpy_gbps);
+    else
+      std::printf("refused here (%s)\n", cma.why.c_str());
+  }
   return 0;
 }
 

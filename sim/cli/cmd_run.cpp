@@ -79,6 +79,7 @@ int cmd_run(const std::vector<std::string>& args) {
   cfg.tracing = !trace_path.empty() || !html_path.empty();
 
   const RunResult r = run(cfg);
+  if (r.ranks.empty()) return 0;  // another rank of an MPI job: rank 0 reports
   if (!dump_dir.empty()) dump(dump_dir, r);
   if (!trace_path.empty()) write_trace(trace_path, r);
   if (!html_path.empty()) write_html(html_path, r, bench);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "sim/cli/cli.hpp"
+#include "sim/comm/launcher.hpp"
 #include "sim/core/error.hpp"
 
 namespace {
@@ -45,7 +46,8 @@ int main(int argc, char** argv) {
     if (it == table.end()) throw cpsim::UsageError("unknown command '" + name + "'; see `cpsim --help`");
     return it->second.fn(rest);
   } catch (const cpsim::UsageError& e) {
-    std::cerr << "cpsim: error: " << e.what() << "\n";
+    // Under mpirun every rank parses the same command line and finds the same error: rank 0 says it.
+    if (cpsim::launcher_rank() <= 0) std::cerr << "cpsim: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "cpsim: " << e.what() << "\n";

@@ -1,6 +1,9 @@
 // launch(): validates the options and hands the run to its backend.
 #include "sim/comm/launcher.hpp"
 
+#include <cstdlib>
+#include <utility>
+
 #include "sim/comm/launch_support.hpp"
 #include "sim/comm/processes_backend.hpp"
 #include "sim/comm/threads_backend.hpp"
@@ -12,7 +15,13 @@ namespace cpsim {
 
 #ifdef CPSIM_HAVE_MPI
 std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn);  // sim/comm/mpi
+void mpi_run_on_rank0(const std::function<void()>& fn);                              // sim/comm/mpi
+void mpi_broadcast_from_rank0(std::string& bytes);                                   // sim/comm/mpi
 #endif
+
+namespace {
+bool expecting_announced = false, announced = false;  // expect_announced_launches(), announced_launch()
+}  // namespace
 
 std::string_view backend_name(Backend b) {
   switch (b) {
@@ -54,10 +63,16 @@ std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn) {
               "use fewer ranks, or --backend threads");
       return launch_processes(opt, fn);
     case Backend::mpi:
+      require(!expecting_announced || std::exchange(announced, false),
+              "this program launches on the mpi backend outside the runs rank 0 announces to the job's other "
+              "processes, which they cannot follow",
+              "run it with --backend threads or processes");
 #ifdef CPSIM_HAVE_MPI
       return launch_mpi(opt, fn);
 #else
-      throw UsageError("backend 'mpi' is not built in; use --backend threads or --backend processes");
+      throw UsageError(
+          "backend 'mpi' is not built in; use --backend threads or --backend processes, or rebuild with "
+          "-DCPSIM_WITH_MPI=ON (Debian: apt-get install libopenmpi-dev openmpi-bin)");
 #endif
     case Backend::nccl:
     case Backend::cuda_threads:
@@ -74,6 +89,37 @@ RankFailure rank_failure(int rank, const std::string& what) {
   for (const std::string& prefix : {"rank " + std::to_string(rank) + ": ", "rank " + std::to_string(rank) + " "})
     if (what.rfind(prefix, 0) == 0) return RankFailure(rank, what.substr(prefix.size()));
   return RankFailure(rank, what);
+}
+
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+      char* end = nullptr;
+      const long r = std::strtol(v, &end, 10);
+      if (end != v && *end == '\0' && r >= 0 && r < (1L << 30)) return static_cast<int>(r);
+    }
+  return -1;
+}
+
+void run_on_rank0(const std::function<void()>& fn) {
+#ifdef CPSIM_HAVE_MPI
+  if (launcher_rank() >= 0) return mpi_run_on_rank0(fn);
+#endif
+  fn();
+}
+
+void broadcast_from_rank0([[maybe_unused]] std::string& bytes) {
+#ifdef CPSIM_HAVE_MPI
+  if (launcher_rank() >= 0) mpi_broadcast_from_rank0(bytes);
+#endif
+}
+
+void expect_announced_launches() {
+  expecting_announced = true;
+}
+
+void announced_launch() {
+  announced = true;
 }
 
 std::vector<int> iota_ranks(int n) {

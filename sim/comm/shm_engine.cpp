@@ -63,12 +63,13 @@ Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int s
   op->peer = src;
   op->buf = static_cast<std::byte*>(buf);
   op->bytes = bytes;
-  progress();
-  // The oldest message of this stream that arrived before us, if any.
+  // The oldest message of this stream that arrived before us, if any. (No progress() first: a message still
+  // in the ring is better left there for this receive to take straight into its buffer.)
   auto it =
       std::find_if(unexpected_.begin(), unexpected_.end(), [&](const auto& s) { return matches(env, src, s->hdr); });
   if (it == unexpected_.end()) {
     posted_.push_back(op);
+    drain(src);  // what has arrived from src starts streaming into the receive now
     return std::make_unique<ShmPending>(*this, op);
   }
   const std::shared_ptr<Stash> stash = *it;
@@ -87,6 +88,8 @@ Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int s
       in.op = op;
     }
   }
+  // Its buffer is free for reuse unless the rest of the message still streams into it (a mismatched receive).
+  if (inbound_[src].stash != stash && spare_.size() < kMaxSpare) spare_.push_back(std::move(stash->data));
   return std::make_unique<ShmPending>(*this, op);
 }
 
@@ -158,6 +161,10 @@ void ShmEngine::bind(int src, const MessageHeader& h) {
   }
   auto stash = std::make_shared<Stash>();
   stash->hdr = h;
+  if (!spare_.empty()) {  // reuse a buffer: fresh memory costs a page fault per 4 KiB on first touch
+    stash->data = std::move(spare_.back());
+    spare_.pop_back();
+  }
   stash->data.resize(h.bytes);
   unexpected_.push_back(stash);
   in.stash = stash;

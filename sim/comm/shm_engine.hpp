@@ -4,8 +4,10 @@
 //
 //   send:  queued per destination; the head message of each queue streams chunk by chunk into free slots.
 //   drain: a message's first chunk is matched to the oldest posted receive of the same stream; without one
-//          the message is kept in a private buffer (unexpected) until a receive takes it. Chunks are copied
-//          out of the slot into the receive buffer (or that private buffer) and the slot freed at once.
+//          the message is kept in a private buffer (unexpected; reused from call to call) until a receive takes
+//          it. Chunks are copied out of the slot into the receive buffer (or that buffer) and the slot freed at
+//          once. A receive drains its source's ring as it is posted, so a message waiting there streams straight
+//          into it.
 //   wait:  progress; if nothing can move, spin briefly, then sleep on this endpoint's doorbell. A wait fails
 //          when the run is aborted, when its peer is gone, or after the timeout (likely deadlock).
 #pragma once
@@ -60,7 +62,9 @@ class ShmEngine {
   std::vector<Inbound> inbound_;                        // per source rank
   std::list<std::shared_ptr<Stash>> unexpected_;        // in arrival order
   std::list<std::shared_ptr<Op>> posted_;               // in posting order
-  bool broken_ = false;                                 // a wait failed: this endpoint's streams are unusable
+  std::vector<std::vector<std::byte>> spare_;           // unexpected messages' buffers, kept for reuse
+  static constexpr std::size_t kMaxSpare = 4;
+  bool broken_ = false;  // a wait failed: this endpoint's streams are unusable
 };
 
 }  // namespace cpsim

@@ -1,13 +1,7 @@
 #include "sim/comm/shm_world.hpp"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <climits>
 #include <cstring>
-#include <ctime>
 #include <new>
 #include <string>
 
@@ -25,32 +19,11 @@ std::size_t round_up(std::size_t n) {
   return (n + 63) / 64 * 64;
 }
 
-// A futex on a word of a MAP_SHARED mapping works across processes (no FUTEX_PRIVATE_FLAG).
-long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t val, const timespec* timeout) {
-  return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op, val, timeout, nullptr, 0);
-}
-
 }  // namespace
-
-void Doorbell::ring() {
-  seq.fetch_add(1);
-  if (sleepers.load() > 0) futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
-}
-
-void Doorbell::sleep(std::uint32_t seen, std::chrono::microseconds max) {
-  // Dekker-style: we count ourselves a sleeper before checking seq (inside futex), the ringer bumps seq before
-  // checking for sleepers; with sequentially consistent atomics one of us sees the other.
-  sleepers.fetch_add(1);
-  if (seq.load() == seen) {
-    timespec ts{static_cast<time_t>(max.count() / 1000000), static_cast<long>(max.count() % 1000000) * 1000};
-    futex(&seq, FUTEX_WAIT, seen, &ts);
-  }
-  sleepers.fetch_sub(1);
-}
 
 SlotHeader* Ring::free_slot() const {
   const std::uint64_t head = c_->head.load(std::memory_order_relaxed);
-  if (head - c_->tail.load(std::memory_order_acquire) >= kSlotsPerRing) return nullptr;
+  if (head - c_->tail.load(std::memory_order_acquire) >= n_) return nullptr;
   return slot(head);
 }
 
@@ -60,13 +33,19 @@ SlotHeader* Ring::filled_slot() const {
   return slot(tail);
 }
 
+std::size_t ShmWorld::slots_per_ring(int ranks) {
+  const std::size_t rings = static_cast<std::size_t>(ranks) * (static_cast<std::size_t>(ranks) + 1);
+  return std::clamp(kRingBudget / (rings * Ring::kStride), kMinSlotsPerRing, kMaxSlotsPerRing);
+}
+
 std::size_t ShmWorld::bytes_needed(int ranks) {
   const std::size_t endpoints = static_cast<std::size_t>(ranks) + 1;
   return round_up(sizeof(ShmControl)) + round_up(sizeof(std::atomic<std::int32_t>) * ranks) +
-         sizeof(Doorbell) * endpoints + Ring::bytes() * static_cast<std::size_t>(ranks) * endpoints;
+         sizeof(Doorbell) * endpoints +
+         Ring::bytes(slots_per_ring(ranks)) * static_cast<std::size_t>(ranks) * endpoints;
 }
 
-ShmWorld::ShmWorld(void* base, int ranks, bool init) : ranks_(ranks) {
+ShmWorld::ShmWorld(void* base, int ranks, bool init) : ranks_(ranks), slots_(slots_per_ring(ranks)) {
   auto* p = static_cast<std::byte*>(base);
   control_ = reinterpret_cast<ShmControl*>(p);
   p += round_up(sizeof(ShmControl));
@@ -83,12 +62,12 @@ ShmWorld::ShmWorld(void* base, int ranks, bool init) : ranks_(ranks) {
   for (int e = 0; e <= ranks; ++e) new (&bells_[e]) Doorbell();
   for (int s = 0; s < ranks; ++s)
     for (int d = 0; d <= ranks; ++d)
-      new (rings_ + (static_cast<std::size_t>(s) * (ranks + 1) + d) * Ring::bytes()) RingCounters();
+      new (rings_ + (static_cast<std::size_t>(s) * (ranks + 1) + d) * Ring::bytes(slots_)) RingCounters();
 }
 
 Ring ShmWorld::ring(int src, int dst) const {
-  std::byte* at = rings_ + (static_cast<std::size_t>(src) * (ranks_ + 1) + dst) * Ring::bytes();
-  return Ring(reinterpret_cast<RingCounters*>(at), at + sizeof(RingCounters));
+  std::byte* at = rings_ + (static_cast<std::size_t>(src) * (ranks_ + 1) + dst) * Ring::bytes(slots_);
+  return Ring(reinterpret_cast<RingCounters*>(at), at + sizeof(RingCounters), slots_);
 }
 
 void ShmWorld::fail(int rank, std::string_view what, ShmStatus status) const {

@@ -3,12 +3,16 @@
 //   [control] [status x C] [doorbell x (C+1)] [ring (src, dst) x C (C+1)]
 //
 // Endpoints 0..C-1 are the ranks, endpoint C is the launcher (it only receives: each rank's result).
-// - Doorbell: a 32-bit counter per endpoint. Whoever changes something an endpoint may wait for (a slot filled
-//   for it, a slot it filled freed, a rank finished or failed) bumps the counter; a waiting endpoint sleeps on
-//   it with futex(FUTEX_WAIT) and a timeout, so a dead peer can never leave it asleep for good.
-// - Ring (src -> dst): kSlotsPerRing slots of kSlotBytes, one producer (src) and one consumer (dst), lock-free
-//   (head/tail counters with acquire/release). A message is a header followed by its payload, streamed through
-//   the slots in chunks of at most kSlotBytes; the first chunk of a message carries its MessageHeader.
+// - Doorbell (wait_policy.hpp): a 32-bit counter per endpoint. Whoever changes something an endpoint may wait
+//   for (a slot filled for it, a slot it filled freed, a rank finished or failed) bumps the counter; a waiting
+//   endpoint sleeps on it with futex(FUTEX_WAIT) and a timeout, so a dead peer can never leave it asleep for good.
+// - Ring (src -> dst): slots_per_ring(C) slots of kSlotBytes, one producer (src) and one consumer (dst),
+//   lock-free (head/tail counters with acquire/release). A message is a header followed by its payload,
+//   streamed through the slots in chunks of at most kSlotBytes; the first chunk of a message carries its
+//   MessageHeader. The rings are as deep as a fixed budget allows (kRingBudget for all C (C+1) of them, between
+//   kMinSlotsPerRing and kMaxSlotsPerRing slots each): with C=4, 2 MiB each, so a sender streams a 1 MiB message
+//   without waiting for its receiver to be scheduled (4 ranks share 2 cores), and the two copies of a message
+//   (into a slot, out of it) overlap.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -17,23 +21,18 @@
 #include <string_view>
 
 #include "sim/comm/envelope.hpp"
+#include "sim/comm/wait_policy.hpp"
 
 namespace cpsim {
 
 constexpr std::size_t kSlotBytes = 64 * 1024;
-constexpr std::size_t kSlotsPerRing = 4;
+constexpr std::size_t kMinSlotsPerRing = 4;
+constexpr std::size_t kMaxSlotsPerRing = 32;
+constexpr std::size_t kRingBudget = std::size_t{64} << 20;
 constexpr int kMaxProcessRanks = 64;
 
 // A rank's state as the other ranks and the launcher see it.
 enum class ShmStatus : std::int32_t { running, finished, failed, stopped, dead };
-
-struct alignas(64) Doorbell {
-  std::atomic<std::uint32_t> seq{0};
-  std::atomic<std::uint32_t> sleepers{0};
-  void ring();
-  // Sleeps until seq != seen, a ring, a signal, or `max` has passed.
-  void sleep(std::uint32_t seen, std::chrono::microseconds max);
-};
 
 struct SlotHeader {
   MessageHeader msg;      // valid in a message's first chunk
@@ -48,10 +47,10 @@ struct RingCounters {
 
 class Ring {
  public:
-  Ring(RingCounters* c, std::byte* slots) : c_(c), slots_(slots) {}
+  Ring(RingCounters* c, std::byte* slots, std::size_t n) : c_(c), slots_(slots), n_(n) {}
   static constexpr std::size_t kHeaderStride = 64;
   static constexpr std::size_t kStride = kHeaderStride + kSlotBytes;
-  static constexpr std::size_t bytes() { return sizeof(RingCounters) + kSlotsPerRing * kStride; }
+  static constexpr std::size_t bytes(std::size_t slots) { return sizeof(RingCounters) + slots * kStride; }
 
   // Producer: the next free slot, or null when the ring is full; publish() hands it to the consumer.
   SlotHeader* free_slot() const;
@@ -63,11 +62,10 @@ class Ring {
   static std::byte* payload(SlotHeader* s) { return reinterpret_cast<std::byte*>(s) + kHeaderStride; }
 
  private:
-  SlotHeader* slot(std::uint64_t i) const {
-    return reinterpret_cast<SlotHeader*>(slots_ + (i % kSlotsPerRing) * kStride);
-  }
+  SlotHeader* slot(std::uint64_t i) const { return reinterpret_cast<SlotHeader*>(slots_ + (i % n_) * kStride); }
   RingCounters* c_;
   std::byte* slots_;
+  std::size_t n_;
 };
 
 struct ShmControl {
@@ -83,6 +81,7 @@ struct ShmControl {
 class ShmWorld {
  public:
   static std::size_t bytes_needed(int ranks);
+  static std::size_t slots_per_ring(int ranks);
   ShmWorld(void* base, int ranks, bool init);
 
   int ranks() const { return ranks_; }
@@ -105,6 +104,7 @@ class ShmWorld {
   std::atomic<std::int32_t>* status_;
   Doorbell* bells_;
   std::byte* rings_;
+  std::size_t slots_;  // per ring
 };
 
 }  // namespace cpsim

@@ -1,13 +1,16 @@
 // The threads backend: C ranks as std::threads of one process, exchanging messages through per-rank
 // mailboxes in process memory (threads_world.hpp; docs/backends-threads-processes.md).
 //
-// A rank never reads another rank's buffer. A message is written once into memory its receiver owns:
+// A message is written once into memory its receiver owns, by whichever of the two ranks posts second, at the
+// moment it posts (threads_world.hpp):
 //   - a receive already posted: the sender copies straight into the receive buffer;
 //   - small messages (<= kThreadsEagerBytes) sent before the receive: copied into the receiver's mailbox at
 //     send time (the send completes at once); the receive later copies them out of its own mailbox;
-//   - large messages sent before the receive: the send waits in the receiver's mailbox until a receive is
-//     posted, then the sender copies straight into it (in any wait of the sending rank, so the ring pattern
-//     isend + irecv + compute + wait always makes progress).
+//   - large messages sent before the receive: the send waits in the receiver's mailbox; the receive, when
+//     posted, copies straight out of the sender's buffer and completes the send (the only time a rank reads
+//     another rank's buffer: for that one copy into its own memory).
+// No copy waits for the other rank to be scheduled, so isend + irecv + compute + wait around a ring always
+// progresses, in any wait order.
 #pragma once
 #include <cstddef>
 #include <vector>

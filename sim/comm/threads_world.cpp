@@ -1,7 +1,6 @@
 #include "sim/comm/threads_world.hpp"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <thread>
@@ -15,7 +14,6 @@ namespace threads_detail {
 
 using Clock = std::chrono::steady_clock;
 
-// A posted receive. Its state leaves `posted` only under its receiver's mailbox mutex.
 enum RecvState : int { kPosted, kCopying, kDone, kFailed, kCancelled };
 struct RecvOp {
   Envelope env;
@@ -26,15 +24,13 @@ struct RecvOp {
   std::string error;  // written before state becomes kFailed
 };
 
-// A large send that arrived before its receive. The receiver sets `target` (under its mailbox mutex) when it
-// posts the receive; the sending rank then copies in its next wait.
+// A large send that arrived before its receive: the receive copies out of `buf`.
+enum SendState : int { kWaiting, kClaimed, kSent, kSendCancelled };
 struct SendOp {
   MessageHeader hdr;
   const void* buf = nullptr;
   int dst = 0;
-  std::shared_ptr<RecvOp> target;
-  bool sent = false;  // only the sending thread reads or writes these two
-  bool cancelled = false;
+  std::atomic<int> state{kWaiting};
 };
 
 // A message no receive was posted for yet: its bytes (eager) or its waiting sender (rendezvous).
@@ -46,13 +42,13 @@ struct Parcel {
 
 struct Mailbox {
   std::mutex m;
-  std::condition_variable cv;
-  std::deque<Parcel> arrived;                    // in arrival order
-  std::vector<std::shared_ptr<RecvOp>> posted;   // in posting order
-  std::atomic<std::uint64_t> bell{0};            // changes on every event this rank may be waiting for
-  std::vector<std::shared_ptr<SendOp>> pushing;  // this rank's rendezvous sends (its thread only)
-  bool broken = false;                           // a wait of this rank failed: later waits fail at once
+  std::deque<Parcel> arrived;                   // in arrival order
+  std::vector<std::shared_ptr<RecvOp>> posted;  // in posting order
+  std::vector<std::vector<std::byte>> spare;    // eager buffers to reuse: the hot path does not allocate
+  Doorbell bell;                                // rung when an operation of this rank completes
+  bool broken = false;                          // a wait of this rank failed: later waits fail at once (own thread)
 };
+constexpr std::size_t kMaxSpare = 64;
 
 enum RankStatus : int { kRunning, kFinished, kFailedRank };
 
@@ -100,21 +96,11 @@ std::string ThreadsWorld::first_failure() const {
 }
 
 void ThreadsWorld::ring(int r) {
-  Mailbox& b = *boxes_[r];
-  {
-    std::lock_guard lk(b.m);
-    b.bell.fetch_add(1);
-  }
-  b.cv.notify_all();
+  boxes_[r]->bell.ring();
 }
 
 void ThreadsWorld::ring_all() {
   for (int r = 0; r < static_cast<int>(boxes_.size()); ++r) ring(r);
-}
-
-void ThreadsWorld::complete(int dst, RecvOp& op) {
-  op.state.store(kDone);
-  ring(dst);
 }
 
 namespace {
@@ -124,12 +110,9 @@ struct RecvImpl final : Request::Impl {
   int me;
   std::shared_ptr<RecvOp> op;
   RecvImpl(ThreadsWorld& world, int rank, std::shared_ptr<RecvOp> o) : w(world), me(rank), op(std::move(o)) {}
-  ~RecvImpl() override { w.cancel(me, op); }
+  ~RecvImpl() override { w.cancel_recv(me, op); }
   void wait() override { w.wait_recv(me, *op); }
-  bool test() override {
-    w.push(me);
-    return w.recv_done(*op);
-  }
+  bool test() override { return w.recv_done(*op); }
 };
 
 struct SendImpl final : Request::Impl {
@@ -138,15 +121,12 @@ struct SendImpl final : Request::Impl {
   std::shared_ptr<SendOp> op;  // null: the bytes are already where the receiver owns them
   SendImpl(ThreadsWorld& world, int rank, std::shared_ptr<SendOp> o) : w(world), me(rank), op(std::move(o)) {}
   ~SendImpl() override {
-    if (op && !op->sent) op->cancelled = true;  // the sender's buffer is going away: never copy from it
+    if (op) w.cancel_send(op);  // the sender's buffer is going away: nobody may copy from it afterwards
   }
   void wait() override {
-    if (op) w.wait_send(me, op);
+    if (op) w.wait_send(me, *op);
   }
-  bool test() override {
-    w.push(me);
-    return !op || op->sent;
-  }
+  bool test() override { return !op || ThreadsWorld::send_done(*op); }
 };
 
 }  // namespace
@@ -157,42 +137,44 @@ Pending ThreadsWorld::send(int me, const Envelope& env, const void* buf, std::si
   std::shared_ptr<RecvOp> target;
   {
     std::lock_guard lk(b.m);
-    // 1. A receive is waiting for this message: claim it, copy outside the lock.
     auto it = std::find_if(b.posted.begin(), b.posted.end(), [&](const auto& r) { return matches(r->env, r->src, h); });
     if (it != b.posted.end()) {
+      // 1. The receive came first: claim it; we copy, outside the lock.
       target = *it;
       b.posted.erase(it);
       const std::string err = match_error(dst, target->env, target->bytes, h);
       if (!err.empty()) {
         target->error = err;
         target->state.store(kFailed);
-        target = nullptr;
       } else {
         target->state.store(kCopying);
       }
     } else if (bytes <= kThreadsEagerBytes) {
       // 2. Small and early: into the receiver's mailbox now; the send is complete.
+      std::vector<std::byte> data;
+      if (!b.spare.empty()) {
+        data = std::move(b.spare.back());
+        b.spare.pop_back();
+      }
       const auto* p = static_cast<const std::byte*>(buf);
-      b.arrived.push_back(Parcel{h, std::vector<std::byte>(p, p + bytes), nullptr});
+      data.assign(p, p + bytes);
+      b.arrived.push_back(Parcel{h, std::move(data), nullptr});
+      return std::make_unique<SendImpl>(*this, me, nullptr);
     } else {
-      // 3. Large and early: wait in the mailbox for the receive (rendezvous).
+      // 3. Large and early: wait in the mailbox; the receive copies from our buffer when it is posted.
       auto op = std::make_shared<SendOp>();
       op->hdr = h;
       op->buf = buf;
       op->dst = dst;
       b.arrived.push_back(Parcel{h, {}, op});
-      boxes_[me]->pushing.push_back(op);
-      b.bell.fetch_add(1);
-      b.cv.notify_all();
-      return std::make_unique<SendImpl>(*this, me, op);
+      return std::make_unique<SendImpl>(*this, me, std::move(op));
     }
-    b.bell.fetch_add(1);
   }
-  b.cv.notify_all();
-  if (target) {
+  if (target->state.load() == kCopying) {
     copy_bytes(target->buf, buf, bytes);
-    complete(dst, *target);
+    target->state.store(kDone);
   }
+  ring(dst);
   return std::make_unique<SendImpl>(*this, me, nullptr);
 }
 
@@ -203,7 +185,7 @@ Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t b
   op->buf = buf;
   op->bytes = bytes;
   Mailbox& b = *boxes_[me];
-  Parcel parcel;
+  std::shared_ptr<SendOp> sender;
   {
     std::lock_guard lk(b.m);
     auto it =
@@ -212,55 +194,32 @@ Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t b
       b.posted.push_back(op);
       return std::make_unique<RecvImpl>(*this, me, op);
     }
-    parcel = std::move(*it);
+    Parcel parcel = std::move(*it);
     b.arrived.erase(it);
     const std::string err = match_error(me, env, bytes, parcel.hdr);
     if (!err.empty()) {
       op->error = err;
       op->state.store(kFailed);
+      // The sender of a mismatched rendezvous is not released here: its rank fails or times out like ours.
       return std::make_unique<RecvImpl>(*this, me, op);
     }
-    if (parcel.rendezvous) parcel.rendezvous->target = op;  // the sender copies in its next wait
+    if (!parcel.rendezvous) {  // eager: out of our own mailbox (small, so under the lock)
+      copy_bytes(buf, parcel.data.data(), bytes);
+      op->state.store(kDone);
+      if (b.spare.size() < kMaxSpare) b.spare.push_back(std::move(parcel.data));
+      return std::make_unique<RecvImpl>(*this, me, op);
+    }
+    int waiting = kWaiting;
+    // A cancelled sender (its rank is failing) sends nothing: the receive stays pending until the run aborts.
+    if (parcel.rendezvous->state.compare_exchange_strong(waiting, kClaimed)) sender = std::move(parcel.rendezvous);
   }
-  if (parcel.rendezvous) {
-    ring(src);
-  } else {
-    copy_bytes(buf, parcel.data.data(), bytes);  // out of our own mailbox
+  if (sender) {  // rendezvous: we arrived second, so we copy, straight out of the sender's buffer
+    copy_bytes(buf, sender->buf, bytes);
     op->state.store(kDone);
+    sender->state.store(kSent);
+    ring(src);
   }
   return std::make_unique<RecvImpl>(*this, me, op);
-}
-
-void ThreadsWorld::push(int me) {
-  auto& list = boxes_[me]->pushing;
-  for (auto it = list.begin(); it != list.end();) {
-    SendOp& s = **it;
-    if (s.cancelled) {
-      it = list.erase(it);
-      continue;
-    }
-    std::shared_ptr<RecvOp> t;
-    bool claimed = false;
-    {
-      Mailbox& b = *boxes_[s.dst];
-      std::lock_guard lk(b.m);
-      t = s.target;
-      if (t && t->state.load() == kPosted) {
-        t->state.store(kCopying);
-        claimed = true;
-      }
-    }
-    if (!t) {  // no receive yet
-      ++it;
-      continue;
-    }
-    if (claimed) {
-      copy_bytes(t->buf, s.buf, s.hdr.bytes);
-      complete(s.dst, *t);
-    }
-    s.sent = true;  // delivered, or its receive was cancelled
-    it = list.erase(it);
-  }
 }
 
 bool ThreadsWorld::recv_done(const RecvOp& op) const {
@@ -269,8 +228,12 @@ bool ThreadsWorld::recv_done(const RecvOp& op) const {
   return st == kDone;
 }
 
-void ThreadsWorld::cancel(int me, const std::shared_ptr<RecvOp>& op) {
-  {
+bool ThreadsWorld::send_done(const SendOp& op) {
+  return op.state.load() == kSent;
+}
+
+void ThreadsWorld::cancel_recv(int me, const std::shared_ptr<RecvOp>& op) {
+  if (op->state.load() == kPosted) {
     Mailbox& b = *boxes_[me];
     std::lock_guard lk(b.m);
     if (op->state.load() == kPosted) {
@@ -280,6 +243,17 @@ void ThreadsWorld::cancel(int me, const std::shared_ptr<RecvOp>& op) {
   }
   // A sender may be copying into the buffer right now: it must finish before the buffer can go.
   while (op->state.load() == kCopying) std::this_thread::yield();
+}
+
+void ThreadsWorld::cancel_send(const std::shared_ptr<SendOp>& op) {
+  if (op->state.load() == kWaiting) {
+    Mailbox& b = *boxes_[op->dst];
+    std::lock_guard lk(b.m);
+    int waiting = kWaiting;
+    op->state.compare_exchange_strong(waiting, kSendCancelled);
+  }
+  // The receiver may be copying out of the buffer right now: it must finish before the buffer can go.
+  while (op->state.load() == kClaimed) std::this_thread::yield();
 }
 
 template <class Done>
@@ -293,9 +267,8 @@ void ThreadsWorld::wait_for(int me, Done done, const Envelope& env, bool sending
   const auto deadline = Clock::now() + timeout_;
   WaitPolicy policy;
   for (;;) {
-    const std::uint64_t seen = b.bell.load();
+    const std::uint32_t seen = b.bell.seq.load();
     const int peer_status = status_[peer].load();  // read before checking: a finished peer sent everything first
-    push(me);
     try {
       if (done()) return;
     } catch (const Error&) {
@@ -309,20 +282,21 @@ void ThreadsWorld::wait_for(int me, Done done, const Envelope& env, bool sending
           Error(peer_gone_error(me, env, sending, peer, peer_status == kFinished ? "had already finished" : "failed")));
     }
     if (policy.spin()) continue;
-    std::unique_lock lk(b.m);
-    if (Clock::now() >= deadline) fail(Error(timeout_error(me, timeout_, env, sending, peer)));
-    b.cv.wait_until(lk, deadline, [&] { return b.bell.load() != seen; });
+    const auto now = Clock::now();
+    if (now >= deadline) fail(Error(timeout_error(me, timeout_, env, sending, peer)));
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now);
+    b.bell.sleep(seen, std::min(left, std::chrono::microseconds(50000)));
   }
 }
 
-void ThreadsWorld::wait_recv(int me, RecvOp& op) {
+void ThreadsWorld::wait_recv(int me, const RecvOp& op) {
   wait_for(
       me, [&] { return recv_done(op); }, op.env, false, op.src);
 }
 
-void ThreadsWorld::wait_send(int me, const std::shared_ptr<SendOp>& op) {
+void ThreadsWorld::wait_send(int me, const SendOp& op) {
   wait_for(
-      me, [&] { return op->sent; }, op->hdr.env, true, op->dst);
+      me, [&] { return send_done(op); }, op.hdr.env, true, op.dst);
 }
 
 }  // namespace cpsim

@@ -1,9 +1,24 @@
 // The mailboxes of the threads backend: one per rank, in process memory, and the waits on them.
 //
-// Each mailbox holds a mutex, a condition variable, the messages that arrived before their receive and the
-// receives posted before their message. A message is written once into memory its receiver owns (see
-// threads_backend.hpp): straight into a posted receive, into the receiver's mailbox (small, early), or, for a
-// large early send, straight into the receive once it is posted, by the sender during any of its waits.
+// Protocol: whoever posts second copies, at once. A mailbox holds, under its mutex, the messages that arrived
+// before their receive and the receives posted before their message:
+//   - a send finds its receive posted: the sender claims it and copies straight into the receive buffer;
+//   - a small send (<= kThreadsEagerBytes) finds none: its bytes go into the receiver's mailbox and the send is
+//     complete; the receive later copies them out of its own mailbox;
+//   - a large send finds none: a rendezvous entry waits in the receiver's mailbox; the receive, when posted,
+//     claims it and copies straight out of the sender's buffer into its own, then marks the send done.
+// Every message is copied once, into memory its receiver owns, by a rank that is running at that moment: no
+// rank ever waits for another to be scheduled to do its copy (with 4 ranks on 2 cores every such hand-over
+// costs context switches). A waiting rank only waits to learn that its operation is done: it polls briefly,
+// then sleeps on its doorbell (wait_policy.hpp), which the completing rank rings.
+//
+// The state machines (a transition out of the first state that another rank can race is made under the
+// receiver's mailbox mutex):
+//   receive:         posted -> copying -> done (the sender copies) | posted -> done (the receive copies, at
+//                    once) | posted -> failed (size mismatch) | posted -> cancelled
+//   rendezvous send: waiting -> claimed -> done (the receive copies) | waiting -> cancelled
+// A request destroyed unwaited (its rank is failing) cancels; if its peer is copying at that moment, the
+// destructor waits for the copy to end before the buffer can go.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -39,16 +54,16 @@ class ThreadsWorld {
   std::string first_failure() const;
 
   // For the requests send() and recv() return.
-  void wait_recv(int me, threads_detail::RecvOp& op);
-  void wait_send(int me, const std::shared_ptr<threads_detail::SendOp>& op);
-  void push(int me);  // copy this rank's rendezvous sends whose receive has been posted
-  void cancel(int me, const std::shared_ptr<threads_detail::RecvOp>& op);
-  bool recv_done(const threads_detail::RecvOp& op) const;
+  void wait_recv(int me, const threads_detail::RecvOp& op);
+  void wait_send(int me, const threads_detail::SendOp& op);
+  bool recv_done(const threads_detail::RecvOp& op) const;  // throws the receive's error
+  static bool send_done(const threads_detail::SendOp& op);
+  void cancel_recv(int me, const std::shared_ptr<threads_detail::RecvOp>& op);
+  void cancel_send(const std::shared_ptr<threads_detail::SendOp>& op);
 
  private:
   void ring(int r);
   void ring_all();
-  void complete(int dst, threads_detail::RecvOp& op);
   template <class Done>
   void wait_for(int me, Done done, const Envelope& env, bool sending, int peer);
 

@@ -1,8 +1,16 @@
-// How a waiting rank spends the moments before it sleeps. With more ranks than cores (4 ranks on 2 cores) a
-// spinning rank takes the core its peer needs, so the spin is short and yields the core on every turn; after
-// it the rank sleeps until its mailbox changes (condition variable, or futex on shared memory).
+// How a waiting rank waits, on both CPU backends: it polls a little, then sleeps on its doorbell.
+//
+// WaitPolicy: with more ranks than cores (4 ranks on 2 cores) a spinning rank takes the core its peer needs,
+// so the spin is short and yields the core on every turn; after it the rank sleeps.
+// Doorbell: a 32-bit counter per rank. Whoever completes something a rank may wait for bumps it; a waiting
+// rank sleeps on it with futex(FUTEX_WAIT) and a timeout. The ringer makes the wake-up syscall only when a
+// sleeper has announced itself, so the common case (the peer is running or polling) costs one atomic add.
+// A futex on a word of a MAP_SHARED mapping works across processes, so the same doorbell serves the threads
+// backend (process memory) and the processes backend (the shared segment).
 #pragma once
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 
 namespace cpsim {
@@ -23,6 +31,14 @@ class WaitPolicy {
   static constexpr std::chrono::microseconds kSpinFor{10};
   int spins_ = 0;
   std::chrono::steady_clock::time_point start_;
+};
+
+struct alignas(64) Doorbell {
+  std::atomic<std::uint32_t> seq{0};
+  std::atomic<std::uint32_t> sleepers{0};
+  void ring();
+  // Sleeps until seq != seen, a ring, a signal, or `max` has passed.
+  void sleep(std::uint32_t seen, std::chrono::microseconds max);
 };
 
 }  // namespace cpsim

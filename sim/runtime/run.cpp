@@ -10,6 +10,7 @@
 #include "sim/kernels/check.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/reference.hpp"
+#include "sim/runtime/mpi_runs.hpp"
 #ifdef CPSIM_HAVE_CUDA
 #include "sim/cuda/cuda_api.hpp"
 #endif
@@ -196,6 +197,7 @@ RunResult run(const RunConfig& cfg) {
   opt.backend = cfg.backend;
   opt.timeout = cfg.timeout;
   opt.tracing = cfg.tracing;
+  announce_run(cfg);  // under mpirun, to the processes following rank 0's runs (mpi_runs.hpp)
   auto outcomes = launch(opt, [&](Communicator& comm) { return run_rank(cfg, comm); });
   result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (outcomes.empty()) return result;  // not the reporting rank (MPI)

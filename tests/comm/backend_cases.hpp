@@ -26,7 +26,7 @@ inline std::vector<std::size_t> edge_sizes() {
           kSlotBytes,
           kSlotBytes + 1,
           3 * kSlotBytes + 17,
-          kSlotBytes * kSlotsPerRing * 2 + 5};
+          kSlotBytes * kMaxSlotsPerRing + 5};  // more than any ring holds
 }
 
 inline std::string tag_of(const char* what, std::size_t n) {

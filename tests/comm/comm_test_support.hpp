@@ -78,9 +78,11 @@ inline LaunchOptions options(Backend b, int ranks, std::chrono::milliseconds tim
   return opt;
 }
 
-// Runs `check` on every rank and fails the test case with each rank's complaints.
+// Runs `check` on every rank and fails the test case with each rank's complaints. Under MPI only rank 0 gets
+// the outcomes (and checks them); the other processes get none.
 inline std::vector<RankOutcome> run_checked(Backend b, int ranks, const RankCheck& check) {
   auto out = launch(options(b, ranks), check);
+  if (b == Backend::mpi && out.empty() && launcher_rank() > 0) return out;
   REQUIRE(out.size() == static_cast<std::size_t>(ranks));
   for (const auto& o : out) CHECK_MESSAGE(o.result.empty(), "rank ", o.rank, " of ", ranks, ": ", o.result);
   return out;

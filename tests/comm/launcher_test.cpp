@@ -20,10 +20,12 @@ TEST_CASE("backend names parse back to their backend, and an unknown name lists 
 }
 
 TEST_CASE("a backend that is not built in is a usage error naming it and the ones that are") {
-#ifdef CPSIM_HAVE_CUDA
-  const std::vector<Backend> absent{Backend::mpi};
-#else
-  const std::vector<Backend> absent{Backend::mpi, Backend::nccl, Backend::cuda_threads};
+  std::vector<Backend> absent;
+#ifndef CPSIM_HAVE_MPI
+  absent.push_back(Backend::mpi);
+#endif
+#ifndef CPSIM_HAVE_CUDA
+  absent.insert(absent.end(), {Backend::nccl, Backend::cuda_threads});
 #endif
   for (Backend b : absent) {
     LaunchOptions opt;
@@ -39,6 +41,21 @@ TEST_CASE("a backend that is not built in is a usage error naming it and the one
     }
   }
 }
+
+#ifdef CPSIM_HAVE_MPI
+TEST_CASE("the mpi backend outside mpirun with more than one rank is a usage error naming mpirun") {
+  if (launcher_rank() >= 0) return;  // this test itself runs under an MPI launcher
+  LaunchOptions opt;
+  opt.ranks = 2;
+  opt.backend = Backend::mpi;
+  try {
+    launch(opt, [](Communicator&) { return std::string(); });
+    FAIL("expected a UsageError");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("not started by an MPI launcher; run it as `mpirun -np 2") != std::string::npos);
+  }
+}
+#endif
 
 TEST_CASE("fewer than one rank is a usage error") {
   LaunchOptions opt;

@@ -95,7 +95,7 @@ TEST_CASE("processes: every call is counted by the conventions, and the counters
 }
 
 TEST_CASE("processes: a rank's result string comes back to the launcher whatever its size") {
-  for (std::size_t n : {std::size_t{0}, std::size_t{1}, kSlotBytes * kSlotsPerRing * 3 + 11}) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, kSlotBytes * kMaxSlotsPerRing + 11}) {
     CAPTURE(n);
     auto out = launch(options(kB, 3), [=](Communicator& comm) {
       const Bytes b = payload(comm.rank(), n, 99);

@@ -1,0 +1,39 @@
+#include "sim/comm/wait_policy.hpp"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <ctime>
+
+namespace cpsim {
+
+namespace {
+
+// No FUTEX_PRIVATE_FLAG: the word may live in a shared mapping (processes backend).
+long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t val, const timespec* timeout) {
+  return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op, val, timeout, nullptr, 0);
+}
+
+}  // namespace
+
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "doorbells must be lock-free to work across processes");
+
+void Doorbell::ring() {
+  seq.fetch_add(1);
+  if (sleepers.load() > 0) futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void Doorbell::sleep(std::uint32_t seen, std::chrono::microseconds max) {
+  // Dekker-style: we count ourselves a sleeper before checking seq (inside futex), the ringer bumps seq before
+  // checking for sleepers; with sequentially consistent atomics one of us sees the other.
+  sleepers.fetch_add(1);
+  if (seq.load() == seen) {
+    timespec ts{static_cast<time_t>(max.count() / 1000000), static_cast<long>(max.count() % 1000000) * 1000};
+    futex(&seq, FUTEX_WAIT, seen, &ts);
+  }
+  sleepers.fetch_sub(1);
+}
+
+}  // namespace cpsim
