@@ -1,6 +1,7 @@
 #include "sim/cli/cli.hpp"
 
 #include <cctype>
+#include <filesystem>
 #include <iostream>
 
 #include "sim/core/error.hpp"
@@ -52,6 +53,15 @@ std::size_t parse_size(const std::string& flag, const std::string& text) {
     }
   }
   throw UsageError("--" + flag + " '" + text + "' has an unknown suffix; use K, M or G (powers of 1024)");
+}
+
+void check_output(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  const std::filesystem::path p(path);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(dir) || std::filesystem::is_directory(p))
+    throw UsageError("--" + flag + " " + path + " is not a file in an existing folder; name a file such as run." +
+                     (flag == "html" ? "html" : "json"));
 }
 
 }  // namespace cpsim::cli

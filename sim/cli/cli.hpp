@@ -44,4 +44,8 @@ bool parse(const std::string& command, const po::options_description& desc, cons
 // "64M" -> 67108864; accepts K, M, G (powers of 1024) and plain integers. Throws UsageError naming the flag.
 std::size_t parse_size(const std::string& flag, const std::string& text);
 
+// An output file (--trace, --html) must land in an existing folder: checked before any work starts, so a bad path
+// costs one line and exit code 2, not a lost run. Empty path: nothing to check.
+void check_output(const std::string& flag, const std::string& path);
+
 }  // namespace cpsim::cli

@@ -11,7 +11,11 @@
 #include "sim/cli/cli.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
+#include "sim/layout/layout.hpp"
+#include "sim/model/clock.hpp"
+#include "sim/model/count_run.hpp"
 #include "sim/model/predict.hpp"
+#include "sim/runtime/trace.hpp"
 
 namespace cpsim::cli {
 namespace {
@@ -156,8 +160,38 @@ struct Printer {
   }
 };
 
+// One modeled run as a RunResult, so the trace writer and the visualizer take it like a measured one:
+//   1. count the unchanged strategy code, keeping every attention op's positions
+//   2. replay it on the machine with the clock's tracing on: each rank's events on modeled time
+//   3. each rank's report: its spans, the modeled Recorder, and the peak memory the counting run measured
+RunResult modeled_run(const Problem& base, const model::StrategyChoice& c, const model::Machine& m, bool backward) {
+  Problem p = base;
+  const bool a2a_kind = c.kind == StrategyKind::hybrid || c.kind == StrategyKind::ulysses;
+  p.a2a = c.kind == StrategyKind::hybrid ? c.a2a : 0;
+  p.kv_replicate = base.kv_replicate && a2a_kind;
+  const model::CountResult counted = model::count_run(p, c.kind, {.backward = backward, .slots = 0, .spans = true});
+  model::ModeledRun run = model::simulate(counted.programs, m, {.tracing = true});
+  RunResult r;
+  r.config.strategy = c.kind;
+  r.config.problem = p;
+  r.config.backward = backward;
+  r.config.tracing = true;
+  r.config.machine = m.name;
+  const SeqLayout L(p.ranks, p.seq, p.sharding);
+  for (int k = 0; k < p.ranks; ++k) {
+    Recorder& rec = run.ranks[static_cast<std::size_t>(k)].trace;
+    const std::int64_t peak = counted.ranks[static_cast<std::size_t>(k)].peak_bytes();
+    rec.memory()->add(peak);  // the counted peak, so the per-rank memory bars show it
+    rec.memory()->sub(peak);
+    r.ranks.push_back(RankReport{k, L.spans(k), std::move(rec)});
+  }
+  r.wall_ms = run.total_us / 1e3;
+  return r;
+}
+
 int cmd_predict(const std::vector<std::string>& args) {
   po::options_description desc("cpsim predict: modeled times of every strategy on a machine model (docs/model.md)");
+  std::string trace_path, html_path;
   std::string machine = "h100-sxm-8", print_machine, seqs = "16K,32K,64K,128K,256K", seq, strategies, dtype = "bf16",
               sharding = "zigzag";
   int ranks = 8;
@@ -179,9 +213,14 @@ int cmd_predict(const std::vector<std::string>& args) {
       ("kv-replicate", "ulysses/hybrid: copy each KV head onto A/Nkv ranks when A > Nkv")                            //
       ("full", "attention without the causal mask")                                                                  //
       ("forward-only", "model the forward pass only")                                                                //
-      ("json", "print one JSON object");
+      ("json", "print one JSON object")                                                                              //
+      ("trace", po::value(&trace_path), "one length, one strategy: write the modeled timeline as a trace (it opens "
+                                        "in visualizer/index.html like a measured one)")                            //
+      ("html", po::value(&html_path), "one length, one strategy: write the visualizer with the modeled run inlined");
   po::variables_map vm;
   if (!parse("predict", desc, args, vm)) return 0;
+  check_output("trace", trace_path);
+  check_output("html", html_path);
   if (vm.count("print-machine")) {
     std::cout << model::machine_preset_json(print_machine);
     return 0;
@@ -221,6 +260,19 @@ int cmd_predict(const std::vector<std::string>& args) {
     probe.seq = S;
     validate(probe, StrategyKind::ring);
   }
+  if (!trace_path.empty() || !html_path.empty()) {
+    require(spec.seqs.size() == 1 && spec.strategies.size() == 1,
+            "a modeled trace shows one run: --trace and --html need one length and one strategy",
+            "use --seq 16K --strategies ring");
+    if (!html_path.empty()) visualizer_dir();  // the page's files must be there before the model runs
+    model::check_fits(spec.machine, p.ranks);
+    Problem one = p;
+    one.seq = spec.seqs.front();
+    const model::StrategyChoice& c = spec.strategies.front();
+    one.a2a = c.kind == StrategyKind::hybrid ? c.a2a : 0;
+    one.kv_replicate = p.kv_replicate && (c.kind == StrategyKind::hybrid || c.kind == StrategyKind::ulysses);
+    validate(one, c.kind);
+  }
   const PredictTable table = model::predict(spec);
   Printer out{spec, table, {}};
   for (const auto& c : spec.strategies) out.labels.push_back(model::choice_label(c, ranks));
@@ -228,6 +280,17 @@ int cmd_predict(const std::vector<std::string>& args) {
     out.json();
   else
     out.text();
+  if (!trace_path.empty() || !html_path.empty()) {
+    Problem one = p;
+    one.seq = spec.seqs.front();
+    const RunResult r = modeled_run(one, spec.strategies.front(), spec.machine, spec.backward);
+    if (!trace_path.empty()) write_trace(trace_path, r);
+    if (!html_path.empty()) write_html(html_path, r);
+    if (!vm.count("json")) {
+      if (!trace_path.empty()) std::cout << "\nWrote the modeled trace to " << trace_path << " (open it in visualizer/index.html)\n";
+      if (!html_path.empty()) std::cout << "\nWrote the visualizer page to " << html_path << " (open it in a browser)\n";
+    }
+  }
   return 0;
 }
 

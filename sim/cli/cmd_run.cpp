@@ -32,16 +32,6 @@ void dump(const std::string& dir, const RunResult& r) {
   }
 }
 
-// An output file must land in an existing folder; say so before the run rather than after it.
-void check_output(const std::string& flag, const std::string& path) {
-  if (path.empty()) return;
-  const std::filesystem::path p(path);
-  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
-  if (!std::filesystem::is_directory(dir) || std::filesystem::is_directory(p))
-    throw UsageError("--" + flag + " " + path + " is not a file in an existing folder; name a file such as run." +
-                     (flag == "html" ? "html" : "json"));
-}
-
 std::string read_text(const std::string& flag, const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f)

@@ -151,6 +151,7 @@ void write_json(JsonWriter& j, const RunResult& r) {
   j.key("head_dim").value(p.head_dim).key("dtype").value(dtype_name(p.dtype)).key("causal").value(p.causal);
   j.key("backend").value(backend_name(cfg.backend)).key("backward").value(cfg.backward);
   j.key("seed").value(static_cast<std::int64_t>(cfg.seed));
+  if (!cfg.machine.empty()) j.key("machine").value(cfg.machine);  // modeled, not measured
   j.end_object();
   j.key("ranks").begin_array();
   for (const RankReport& rk : r.ranks) {

@@ -6,9 +6,11 @@
 #define BOOST_BIND_GLOBAL_PLACEHOLDERS
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
+#include <filesystem>
 #include <sstream>
 
 #include "../cli/run_cli.hpp"
+#include "../runtime/json_reader.hpp"
 #include "sim/model/predict.hpp"
 
 using namespace cpsim;
@@ -90,4 +92,38 @@ TEST_CASE("cpsim predict --print-machine prints a preset that loads back as the 
   const model::Machine printed = model::parse_machine(r.out, "printed"), preset = model::load_machine("h100-ib");
   CHECK(printed.inter.gbps == preset.inter.gbps);
   CHECK(printed.sources.size() == preset.sources.size());
+}
+
+TEST_CASE("cpsim predict --trace writes the modeled timeline of one run as a trace the visualizer reads") {
+  const std::string path = std::string(CPSIM_BINARY_DIR) + "/tests/predict_trace.json";
+  std::filesystem::remove(path);
+  const auto r = run_cli("predict --ranks 4 --seq 16K --strategies ring --trace " + path, "predict_trace");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("Wrote the modeled trace to " + path) != std::string::npos);
+  const auto t = cpsim::test::JsonReader::parse(cpsim::test::slurp(path));
+  const auto& cfg = t["otherData"]["run"]["config"];
+  CHECK(cfg["machine"].str == "h100-sxm-8");
+  CHECK(cfg["strategy"].str == "ring");
+  CHECK(t["otherData"]["run"]["ranks"].arr.size() == 4);
+  // The ring's pattern on every rank: C-1 K/V sends forward, C-1 K/V and C-1 dK/dV backward.
+  int isends[4] = {0, 0, 0, 0}, attention[4] = {0, 0, 0, 0};
+  for (const auto& e : t["traceEvents"].arr) {
+    if (!e.has("pid") || !e.has("name")) continue;
+    const int pid = static_cast<int>(e["pid"].num);
+    if (e["name"].str == "isend") ++isends[pid];
+    if (e["name"].str == "attention_forward") ++attention[pid];
+  }
+  for (int k = 0; k < 4; ++k) {
+    CHECK(isends[k] == 3 * 3);
+    CHECK(attention[k] >= 4);  // one block per step at least
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("cpsim predict --trace asks for one length and one strategy, in one line with exit code 2") {
+  const auto r = run_cli("predict --seqs 16K,32K --strategies ring --trace x.json", "predict_trace_bad");
+  CHECK(r.rc == 2);
+  CHECK(count_lines(r.err) == 1);
+  CHECK(r.err.find("one length and one strategy") != std::string::npos);
+  CHECK(r.out.empty());
 }

@@ -41,7 +41,7 @@ function summary() {
   const c = state.trace.cfg, pill = (text, cls) => ns.html('span', {class: 'pill ' + (cls || '')}, box, text);
   pill(c.strategy + (c.strategy === 'hybrid' ? ' (A2A ' + c.a2a + ' \u00d7 ring ' + c.ranks / c.a2a + ')' : ''));
   pill(c.sharding);
-  pill('C = ' + c.ranks + ' ranks (' + c.backend + ')');
+  pill('C = ' + c.ranks + ' ranks (' + (c.machine ? 'modeled on ' + c.machine : c.backend) + ')');
   pill('B=' + c.batch + ' S=' + c.seq + ' Nq=' + c.heads + ' Nkv=' + c.kv_heads + ' D=' + c.head_dim + ' ' + c.dtype);
   pill(c.backward ? 'forward + backward' : 'forward');
   if (!c.causal) pill('no causal mask');

@@ -63,11 +63,13 @@ ns.parseTrace = function(obj) {
   for (const rk of ranks)
     for (const lane of LANES) rk.lanes[lane].sort((a, b) => a.ts - b.ts || b.dur - a.dur);
 
-  // Frames: every (phase, step) that has a step slice or a compute call, in run order.
+  // Frames: every (phase, step) that has a step slice or an attention call, in run order. (Copies and merges a
+  // modeled run books before a phase's first step mark sit at step -1 and make no frame of their own.)
   const steps = {};
   for (const rk of ranks)
     for (const e of rk.lanes.steps.concat(rk.lanes.compute))
-      if (e.cat !== 'phase' && e.args.phase) (steps[e.args.phase] = steps[e.args.phase] || new Set()).add(e.args.step);
+      if (e.cat !== 'phase' && e.args.phase && (e.args.step >= 0 || (e.args.q || []).length > 0))
+        (steps[e.args.phase] = steps[e.args.phase] || new Set()).add(e.args.step);
   const frames = [];
   for (const phase of PHASES)
     if (steps[phase])
