@@ -60,6 +60,7 @@ struct State {
   double t = 0;
   int waiting_on = -1;         // the request a wait is blocked on
   std::vector<double> done;    // per request: its completion time, or kUnknown
+  std::vector<const char*> kind;  // per request: "isend" or "irecv", what a wait on it is named after
   double tx_free[2] = {0, 0};  // per link (0 intra, 1 inter): when the outgoing port is free
   double rx_free[2] = {0, 0};
 };
@@ -72,6 +73,7 @@ class Engine {
     run_.ranks.reserve(C);
     for (std::size_t r = 0; r < C; ++r) {
       state_[r].done.assign(static_cast<std::size_t>(p.ranks[r].requests), kUnknown);
+      state_[r].kind.assign(static_cast<std::size_t>(p.ranks[r].requests), "wait");
       run_.ranks.push_back(RankTimeline{0, 0, 0, 0, 0, Recorder(static_cast<int>(r), opt.tracing)});
     }
   }
@@ -156,7 +158,7 @@ class Engine {
           s.waiting_on = op.request;
           return false;
         }
-        block_until(r, c, "wait", op.peer);
+        block_until(r, c, s.kind[static_cast<std::size_t>(op.request)], op.peer);
         break;
       }
       case OpKind::collective:
@@ -186,7 +188,7 @@ class Engine {
     s.done[static_cast<std::size_t>(request)] = t;
     if (s.waiting_on != request) return;
     s.waiting_on = -1;
-    block_until(r, t, "wait", -1);
+    block_until(r, t, s.kind[static_cast<std::size_t>(request)], -1);
     ++s.pc;
     ready(r);
   }
@@ -194,6 +196,7 @@ class Engine {
   void post(int r, const Op& op) {
     check_request(r, op.request);
     const bool send = op.kind == OpKind::isend;
+    st(r).kind[static_cast<std::size_t>(op.request)] = send ? "isend" : "irecv";
     const int from = send ? r : op.peer, to = send ? op.peer : r;
     Channel& ch = channels_[{op.context, from, to, op.tag}];
     const Posted me{r, op.request, st(r).t, op.bytes};
