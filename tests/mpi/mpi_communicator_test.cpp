@@ -1,8 +1,8 @@
 // The mpi communicator, run by ctest under `mpirun -np 4` (tests/mpi/mpi.cmake): every process runs every test
 // case; each launch runs the rank function on the 4 processes and hands the outcomes to rank 0, which checks
 // them (the other processes check nothing, so only rank 0's doctest can fail). The checks are the CPU
-// backends' (tests/comm/backend_cases.hpp), where they fit 4 ranks, and these: the 2-D mesh of 4 ranks,
-// a barrier nobody leaves early, and counting identical to the threads backend's.
+// backends' (tests/comm/backend_cases.hpp) where they fit 4 ranks, the 2-D mesh among them, and these: a barrier
+// nobody leaves early, and counting identical to the threads backend's.
 #include <doctest/doctest.h>
 #include <mpi.h>
 
@@ -56,37 +56,7 @@ TEST_CASE("the mpi split orders groups by key and leaves negative colors out") {
 }
 
 TEST_CASE("the mpi split makes the 2-D mesh of 4 ranks: a2a groups [0,1],[2,3] and ring groups [0,2],[1,3]") {
-  run_checked(Backend::mpi, kRanks, [](Communicator& comm) {
-    Complaints bad;
-    const int r = comm.rank(), a = 2;
-    auto a2a = comm.split(r / a, r);
-    auto ring = comm.split(r % a, r);
-    const std::vector<int> want_a2a = {r / a * a, r / a * a + 1}, want_ring = {r % a, r % a + 2};
-    bad.expect(a2a->world_ranks() == want_a2a, "a2a group " + ranks_text(a2a->world_ranks()));
-    bad.expect(ring->world_ranks() == want_ring, "ring group " + ranks_text(ring->world_ranks()));
-    bad.expect(a2a->rank() == r % a && ring->rank() == r / a, "wrong rank inside a group");
-    // Each group gathers its members' world ranks, and sums them.
-    std::vector<std::int32_t> got(ring->size());
-    const std::int32_t me = r;
-    ring->all_gather(&me, got.data(), sizeof me);
-    bad.expect(std::vector<int>(got.begin(), got.end()) == want_ring,
-               "ring all_gather " + ranks_text({got.begin(), got.end()}));
-    std::int64_t sum = r;
-    a2a->all_reduce(&sum, &sum, 1, DType::i64, ReduceOp::sum);
-    bad.expect(sum == want_a2a[0] + want_a2a[1], "a2a all_reduce gave " + std::to_string(sum));
-    // Same peer, same tag, two communicators: the group's message must not be taken by the world's receive.
-    const int peer_in_a2a = 1 - a2a->rank(), peer_world = a2a->world_ranks()[peer_in_a2a];
-    const std::int32_t world_msg = 1000 + r, group_msg = 2000 + r;
-    std::int32_t world_in = 0, group_in = 0;
-    Request s1 = comm.isend(&world_msg, 4, peer_world, 0);
-    Request s2 = a2a->isend(&group_msg, 4, peer_in_a2a, 0);
-    a2a->recv(&group_in, 4, peer_in_a2a, 0);
-    comm.recv(&world_in, 4, peer_world, 0);
-    s1.wait();
-    s2.wait();
-    bad.expect(world_in == 1000 + peer_world && group_in == 2000 + peer_world, "messages crossed communicators");
-    return bad.result();
-  });
+  check_split_mesh(Backend::mpi, kRanks);
 }
 
 TEST_CASE("the mpi communicator survives a stress of random messages between collectives") {
