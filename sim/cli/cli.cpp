@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 
 #include "sim/core/error.hpp"
@@ -62,6 +64,23 @@ void check_output(const std::string& flag, const std::string& path) {
   if (!std::filesystem::is_directory(dir) || std::filesystem::is_directory(p))
     throw UsageError("--" + flag + " " + path + " is not a file in an existing folder; name a file such as run." +
                      (flag == "html" ? "html" : "json"));
+}
+
+std::string read_input(const std::string& flag, const std::string& path, const std::string& fix) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f || std::filesystem::is_directory(path)) throw UsageError("--" + flag + " " + path + " cannot be read; " + fix);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string read_compare_trace(const std::string& path) {
+  const std::string text =
+      read_input("compare", path, "name a trace written by cpsim run --trace or cpsim predict --trace");
+  if (text.find("\"traceEvents\"") == std::string::npos || text.find("\"otherData\"") == std::string::npos)
+    throw UsageError("--compare " + path + " is not a cpsim trace; write one with cpsim run --trace FILE or "
+                     "cpsim predict --trace FILE");
+  return text;
 }
 
 }  // namespace cpsim::cli

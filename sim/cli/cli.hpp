@@ -48,4 +48,10 @@ std::size_t parse_size(const std::string& flag, const std::string& text);
 // costs one line and exit code 2, not a lost run. Empty path: nothing to check.
 void check_output(const std::string& flag, const std::string& path);
 
+// The whole text of an input file named by --flag; UsageError "--flag PATH cannot be read; <fix>" otherwise.
+std::string read_input(const std::string& flag, const std::string& path, const std::string& fix);
+
+// A trace to compare with (--compare FILE, for --html): the file's text, refused unless it is a cpsim trace.
+std::string read_compare_trace(const std::string& path);
+
 }  // namespace cpsim::cli

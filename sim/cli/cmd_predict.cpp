@@ -191,7 +191,7 @@ RunResult modeled_run(const Problem& base, const model::StrategyChoice& c, const
 
 int cmd_predict(const std::vector<std::string>& args) {
   po::options_description desc("cpsim predict: modeled times of every strategy on a machine model (docs/model.md)");
-  std::string trace_path, html_path;
+  std::string trace_path, html_path, compare_path;
   std::string machine = "h100-sxm-8", print_machine, seqs = "16K,32K,64K,128K,256K", seq, strategies, dtype = "bf16",
               sharding = "zigzag";
   int ranks = 8;
@@ -216,11 +216,15 @@ int cmd_predict(const std::vector<std::string>& args) {
       ("json", "print one JSON object")                                                                              //
       ("trace", po::value(&trace_path), "one length, one strategy: write the modeled timeline as a trace (it opens "
                                         "in visualizer/index.html like a measured one)")                            //
-      ("html", po::value(&html_path), "one length, one strategy: write the visualizer with the modeled run inlined");
+      ("html", po::value(&html_path), "one length, one strategy: write the visualizer with the modeled run inlined")  //
+      ("compare", po::value(&compare_path), "with --html: also inline this trace (a measured run's `cpsim run "
+                                            "--trace`); its timeline is drawn under the modeled one");
   po::variables_map vm;
   if (!parse("predict", desc, args, vm)) return 0;
   check_output("trace", trace_path);
   check_output("html", html_path);
+  if (!compare_path.empty() && html_path.empty()) throw UsageError("--compare goes into the page; add --html FILE");
+  const std::string compare = compare_path.empty() ? "" : read_compare_trace(compare_path);
   if (vm.count("print-machine")) {
     std::cout << model::machine_preset_json(print_machine);
     return 0;
@@ -285,7 +289,7 @@ int cmd_predict(const std::vector<std::string>& args) {
     one.seq = spec.seqs.front();
     const RunResult r = modeled_run(one, spec.strategies.front(), spec.machine, spec.backward);
     if (!trace_path.empty()) write_trace(trace_path, r);
-    if (!html_path.empty()) write_html(html_path, r);
+    if (!html_path.empty()) write_html(html_path, r, "", compare);
     if (!vm.count("json")) {
       if (!trace_path.empty()) std::cout << "\nWrote the modeled trace to " << trace_path << " (open it in visualizer/index.html)\n";
       if (!html_path.empty()) std::cout << "\nWrote the visualizer page to " << html_path << " (open it in a browser)\n";

@@ -32,19 +32,11 @@ void dump(const std::string& dir, const RunResult& r) {
   }
 }
 
-std::string read_text(const std::string& flag, const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f)
-    throw UsageError("--" + flag + " " + path + " cannot be read; name the output of cpsim bench strategies --json");
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description desc("cpsim run: context-parallel attention on simulated ranks, checked against one process");
   ProblemOptions opts;
-  std::string dump_dir, trace_path, html_path, bench_path;
+  std::string dump_dir, trace_path, html_path, bench_path, compare_path;
   add_problem_options(desc, opts);
   desc.add_options()("check", "compare with the single-process f64 reference; exit 1 when it fails")(
       "json", "print one JSON object instead of the tables")(
@@ -53,7 +45,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "(Chrome trace JSON: opens in visualizer/index.html, Perfetto, chrome://tracing)")(
       "html", po::value(&html_path), "write the visualizer with this run inlined: one HTML file that opens with a "
       "double-click")("bench-json", po::value(&bench_path), "with --html: also inline this output of "
-      "`cpsim bench strategies --json` (the benchmark charts)");
+      "`cpsim bench strategies --json` (the benchmark charts)")(
+      "compare", po::value(&compare_path), "with --html: also inline this trace (`cpsim run --trace` or `cpsim "
+      "predict --trace`); its timeline is drawn under this run's");
   po::variables_map vm;
   if (!parse("run", desc, args, vm)) return 0;
   RunConfig cfg = to_run_config(opts, vm);
@@ -64,7 +58,10 @@ int cmd_run(const std::vector<std::string>& args) {
   check_output("trace", trace_path);
   check_output("html", html_path);
   if (!bench_path.empty() && html_path.empty()) throw UsageError("--bench-json goes into the page; add --html FILE");
-  const std::string bench = bench_path.empty() ? "" : read_text("bench-json", bench_path);
+  if (!compare_path.empty() && html_path.empty()) throw UsageError("--compare goes into the page; add --html FILE");
+  const std::string compare = compare_path.empty() ? "" : read_compare_trace(compare_path);
+  const std::string bench =
+      bench_path.empty() ? "" : read_input("bench-json", bench_path, "name the output of cpsim bench strategies --json");
   if (!html_path.empty()) visualizer_dir();  // the page's files must be there before the run starts
   cfg.tracing = !trace_path.empty() || !html_path.empty();
 
@@ -72,7 +69,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (r.ranks.empty()) return 0;  // another rank of an MPI job: rank 0 reports
   if (!dump_dir.empty()) dump(dump_dir, r);
   if (!trace_path.empty()) write_trace(trace_path, r);
-  if (!html_path.empty()) write_html(html_path, r, bench);
+  if (!html_path.empty()) write_html(html_path, r, bench, compare);
   if (vm.count("json")) {
     JsonWriter j;
     write_json(j, r);

@@ -26,9 +26,11 @@ std::string trace_json(const RunResult& r);
 void write_trace(const std::filesystem::path& path, const RunResult& r);
 
 // The visualizer as one self-contained HTML page (page, script, style and the trace inlined) that opens with a
-// double-click. bench_json, when not empty, is the output of `cpsim bench strategies --json`, inlined as well.
-std::string html_page(const RunResult& r, const std::string& bench_json = "");
-void write_html(const std::filesystem::path& path, const RunResult& r, const std::string& bench_json = "");
+// double-click. bench_json, when not empty, is the output of `cpsim bench strategies --json`, inlined as well;
+// compare_json, when not empty, a second trace whose timeline the page draws under this run's.
+std::string html_page(const RunResult& r, const std::string& bench_json = "", const std::string& compare_json = "");
+void write_html(const std::filesystem::path& path, const RunResult& r, const std::string& bench_json = "",
+                const std::string& compare_json = "");
 
 // The folder of the visualizer's files: $CPSIM_VISUALIZER_DIR, else visualizer/ of the source tree cpsim was
 // built from. Throws Error when index.html is not there.

@@ -66,7 +66,7 @@ std::filesystem::path visualizer_dir() {
   return dir;
 }
 
-std::string html_page(const RunResult& r, const std::string& bench_json) {
+std::string html_page(const RunResult& r, const std::string& bench_json, const std::string& compare_json) {
   const std::filesystem::path dir = visualizer_dir();
   const std::string page = read_file(dir / "index.html");
   std::string out;
@@ -84,6 +84,7 @@ std::string html_page(const RunResult& r, const std::string& bench_json) {
     if (page.compare(lt, marker.size(), marker) == 0) {
       out += data_block("cpsim-trace", trace_json(r));
       if (!bench_json.empty()) out += "\n" + data_block("cpsim-bench", bench_json);
+      if (!compare_json.empty()) out += "\n" + data_block("cpsim-compare", compare_json);
       pos = lt + marker.size();
       continue;
     }
@@ -107,8 +108,9 @@ std::string html_page(const RunResult& r, const std::string& bench_json) {
   return out;
 }
 
-void write_html(const std::filesystem::path& path, const RunResult& r, const std::string& bench_json) {
-  const std::string text = html_page(r, bench_json);
+void write_html(const std::filesystem::path& path, const RunResult& r, const std::string& bench_json,
+                const std::string& compare_json) {
+  const std::string text = html_page(r, bench_json, compare_json);
   std::ofstream f(path, std::ios::binary);
   if (!f) throw UsageError("cannot write the page to " + path.string() + "; name a file in an existing folder");
   f << text;

@@ -57,3 +57,28 @@ TEST_CASE("a trace or page into a missing folder exits 2 before the run, with on
   CHECK(b.rc == 2);
   CHECK(b.err.find("--html") != std::string::npos);
 }
+
+TEST_CASE("cpsim run --html --compare inlines a second trace, and refuses a file that is not a trace") {
+  const std::string first = dir + "trace_cli_first.json", page = dir + "trace_cli_compare.html";
+  REQUIRE(run_cli("run --strategy ring --ranks 2 --seq 16 --trace " + first, "trace5").rc == 0);
+  const auto r = run_cli("run --strategy ulysses --ranks 2 --seq 16 --html " + page + " --compare " + first, "trace6");
+  REQUIRE(r.rc == 0);
+  const std::string html = slurp(page);
+  const auto at = html.find("<script id=\"cpsim-compare\"");
+  REQUIRE(at != std::string::npos);
+  CHECK(html.find("\"strategy\":\"ring\"", at) != std::string::npos);  // the compared run is the ring
+  std::filesystem::remove(page);
+  const auto bad = run_cli("run --ranks 2 --seq 16 --html " + page + " --compare " + page + "_missing", "trace7");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("cannot be read") != std::string::npos);
+  CHECK(!std::filesystem::exists(page));
+  {
+    std::ofstream f(first);
+    f << R"({"results":[]})";
+  }
+  const auto not_trace = run_cli("run --ranks 2 --seq 16 --html " + page + " --compare " + first, "trace8");
+  CHECK(not_trace.rc == 2);
+  CHECK(not_trace.err.find("is not a cpsim trace") != std::string::npos);
+  CHECK(!std::filesystem::exists(page));
+  std::filesystem::remove(first);
+}

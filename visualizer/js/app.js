@@ -6,8 +6,10 @@ const VIEWS = ['timeline', 'grid', 'stats', 'bench'];
 const state = {
   view: 'timeline',
   trace: null,
+  compare: null,  // a second trace (measured or modeled) whose timeline is drawn under the first
   bench: null,
   timeline: {},
+  compareTimeline: {},
   grid: {phase: 'forward', step: 0, earlier: false}
 };
 state.grid.onchange = () => {
@@ -31,6 +33,13 @@ function writeHash() {
   history.replaceState(null, '', '#' + h);
 }
 
+// "ring, zigzag, C=4 (threads), S=256": one line naming a run (a modeled run names its machine instead).
+function describe(m) {
+  const c = m.cfg;
+  return c.strategy + ', ' + c.sharding + ', C=' + c.ranks + ' (' + (c.machine ? 'modeled on ' + c.machine : c.backend) +
+      '), S=' + c.seq;
+}
+
 function summary() {
   const box = ns.clear(document.getElementById('summary'));
   if (!state.trace) {
@@ -47,6 +56,7 @@ function summary() {
   if (!c.causal) pill('no causal mask');
   const chk = state.trace.run.check;
   if (chk) pill(chk.passed ? 'check passed' : 'check FAILED', chk.passed ? 'ok' : 'bad');
+  if (state.compare) pill('timeline compared with: ' + describe(state.compare), 'compare');
 }
 
 function emptyView(section, what) {
@@ -64,8 +74,17 @@ function draw(view) {
     ns.renderBench(section, state.bench);
   else if (!state.trace)
     emptyView(section, {timeline: 'the timeline', grid: 'the attention grid', stats: 'the per-rank totals'}[view]);
-  else if (view === 'timeline')
+  else if (view === 'timeline' && !state.compare)
     ns.renderTimeline(section, state.trace, state.timeline);
+  else if (view === 'timeline') {
+    // Two runs, one above the other, each on its own time axis (a modeled run's are GPU milliseconds).
+    ns.clear(section);
+    ns.html('div', {class: 'compare-head'}, section, describe(state.trace));
+    ns.renderTimeline(ns.html('div', {class: 'timeline-main'}, section), state.trace, state.timeline);
+    ns.html('div', {class: 'compare-head'}, section, 'Compared with: ' + describe(state.compare));
+    ns.renderTimeline(ns.html('div', {class: 'timeline-compare'}, section), state.compare, state.compareTimeline,
+                      '-compare');
+  }
   else if (view === 'grid')
     ns.renderGrid(section, state.trace, state.grid);
   else
@@ -87,11 +106,15 @@ function render(all) {
   document.body.dataset.loaded = [state.trace && 'trace', state.bench && 'bench'].filter(Boolean).join(',');
 }
 
-function load(obj, name) {
-  const m = ns.parseAny(obj);
-  if (m.kind === 'trace') {
+// asCompare: the second trace of a batch (or the page's inlined cpsim-compare block) is the comparison.
+function load(m, name, asCompare) {
+  if (m.kind === 'trace' && asCompare) {
+    state.compare = m;
+    state.compareTimeline = {};
+  } else if (m.kind === 'trace') {
     state.trace = m;
     state.timeline = {};
+    state.compare = null;
     if (state.view === 'bench') state.view = 'timeline';
   } else {
     state.bench = m;
@@ -100,31 +123,44 @@ function load(obj, name) {
   message(name ? 'Opened ' + name : '');
 }
 
+// Files opened together: the first trace becomes the run, a second trace its comparison (its timeline is drawn
+// under the run's), a benchmark the charts. A file that cannot be read is named and skipped.
 function openFiles(files) {
-  for (const f of files) {
+  files = [...files];
+  const texts = new Array(files.length);
+  let left = files.length;
+  files.forEach((f, i) => {
     const reader = new FileReader();
     reader.onload = () => {
-      try {
-        load(JSON.parse(reader.result), f.name);
-      } catch (err) {
-        message(f.name + ': ' + err.message);
-        return;
-      }
-      summary();
-      writeHash();
-      render(true);
+      texts[i] = reader.result;
+      if (--left === 0) loadAll();
     };
     reader.readAsText(f);
+  });
+  function loadAll() {
+    let traces = 0;
+    files.forEach((f, i) => {
+      try {
+        const m = ns.parseAny(JSON.parse(texts[i]));
+        load(m, f.name, m.kind === 'trace' && traces++ === 1);
+      } catch (err) {
+        message(f.name + ': ' + err.message);
+      }
+    });
+    if (files.length > 1 && traces > 0) message('Opened ' + files.map((f) => f.name).join(', '));
+    summary();
+    writeHash();
+    render(true);
   }
 }
 
 function start() {
   readHash();
-  for (const id of ['cpsim-trace', 'cpsim-bench']) {
+  for (const id of ['cpsim-trace', 'cpsim-bench', 'cpsim-compare']) {
     const block = document.getElementById(id);
     if (!block) continue;
     try {
-      load(JSON.parse(block.textContent));
+      load(ns.parseAny(JSON.parse(block.textContent)), '', id === 'cpsim-compare');
     } catch (err) {
       message('The inlined ' + id.slice(6) + ' could not be read: ' + err.message);
     }

@@ -50,7 +50,8 @@ function tooltipRows(e) {
   return rows;
 }
 
-ns.renderTimeline = function(section, model, state) {
+// suffix keeps element ids unique when a second (compared) run is drawn on the same page.
+ns.renderTimeline = function(section, model, state, suffix = '') {
   ns.clear(section);
   const C = model.ranks.length;
   const bar = ns.html('div', {class: 'toolbar'}, section);
@@ -77,7 +78,7 @@ ns.renderTimeline = function(section, model, state) {
   for (const [lane, h] of Object.entries(LANE)) L[lane] = Math.round(h * k);
   const rowH = L.steps + L.compute + L.comm + L.idle + 3 * GAP;
   const height = AXIS_H + C * (rowH + ROW_GAP) + 4;
-  const svg = ns.svg('svg', {id: 'timeline-svg', width, height, 'data-ranks': C}, section);
+  const svg = ns.svg('svg', {id: 'timeline-svg' + suffix, class: 'timeline-svg', width, height, 'data-ranks': C}, section);
   const plotW = width - LABEL_W - RIGHT;
   const span = model.t1 - model.t0, pad = span * 0.01;
   if (state.lo === undefined) {
@@ -87,7 +88,7 @@ ns.renderTimeline = function(section, model, state) {
   const x = (t) => LABEL_W + ((t - state.lo) / (state.hi - state.lo)) * plotW;
 
   const defs = ns.svg('defs', {}, svg);
-  const clip = ns.svg('clipPath', {id: 'tl-clip'}, defs);
+  const clip = ns.svg('clipPath', {id: 'tl-clip' + suffix}, defs);
   ns.svg('rect', {x: LABEL_W, y: 0, width: plotW, height}, clip);
   const axis = ns.svg('g', {class: 'axis'}, svg);
   const rows = ns.svg('g', {}, svg);
@@ -127,7 +128,7 @@ ns.renderTimeline = function(section, model, state) {
         ns.svg('text', {x: LABEL_W - 8, y: y + L[l] - 3, 'text-anchor': 'end', class: 'lane-label'}, g, names[i]);
       y += L[l] + GAP;
     });
-    const body = ns.svg('g', {'clip-path': 'url(#tl-clip)'}, g);
+    const body = ns.svg('g', {'clip-path': 'url(#tl-clip' + suffix + ')'}, g);
     const visible = (e) => e.ts + e.dur >= state.lo && e.ts <= state.hi;
     const rect = (e, lane, fill, extra) => {
       const x0 = x(e.ts), w = Math.max(1, x(e.ts + e.dur) - x0);
