@@ -165,10 +165,7 @@ struct Printer {
 //   2. replay it on the machine with the clock's tracing on: each rank's events on modeled time
 //   3. each rank's report: its spans, the modeled Recorder, and the peak memory the counting run measured
 RunResult modeled_run(const Problem& base, const model::StrategyChoice& c, const model::Machine& m, bool backward) {
-  Problem p = base;
-  const bool a2a_kind = c.kind == StrategyKind::hybrid || c.kind == StrategyKind::ulysses;
-  p.a2a = c.kind == StrategyKind::hybrid ? c.a2a : 0;
-  p.kv_replicate = base.kv_replicate && a2a_kind;
+  const Problem p = model::problem_for(base, c);
   const model::CountResult counted = model::count_run(p, c.kind, {.backward = backward, .slots = 0, .spans = true});
   model::ModeledRun run = model::simulate(counted.programs, m, {.tracing = true});
   RunResult r;
@@ -270,12 +267,9 @@ int cmd_predict(const std::vector<std::string>& args) {
             "use --seq 16K --strategies ring");
     if (!html_path.empty()) visualizer_dir();  // the page's files must be there before the model runs
     model::check_fits(spec.machine, p.ranks);
-    Problem one = p;
+    Problem one = model::problem_for(p, spec.strategies.front());
     one.seq = spec.seqs.front();
-    const model::StrategyChoice& c = spec.strategies.front();
-    one.a2a = c.kind == StrategyKind::hybrid ? c.a2a : 0;
-    one.kv_replicate = p.kv_replicate && (c.kind == StrategyKind::hybrid || c.kind == StrategyKind::ulysses);
-    validate(one, c.kind);
+    validate(one, spec.strategies.front().kind);
   }
   const PredictTable table = model::predict(spec);
   Printer out{spec, table, {}};

@@ -53,14 +53,18 @@ double single_gpu_us(const Problem& p, const Machine& m, bool backward) {
   return backward ? run.total_us : run.forward_us;
 }
 
+Problem problem_for(const Problem& base, const StrategyChoice& c) {
+  Problem p = base;
+  p.a2a = c.kind == StrategyKind::hybrid ? c.a2a : 0;
+  p.kv_replicate = base.kv_replicate && (c.kind == StrategyKind::hybrid || c.kind == StrategyKind::ulysses);
+  return p;
+}
+
 Cell predict_cell(const Problem& base, const StrategyChoice& c, const Machine& m, bool backward, double single_us) {
   Cell cell;
   cell.seq = base.seq;
   cell.strategy = c;
-  Problem p = base;
-  const bool a2a_kind = c.kind == StrategyKind::hybrid || c.kind == StrategyKind::ulysses;
-  p.a2a = c.kind == StrategyKind::hybrid ? c.a2a : 0;
-  p.kv_replicate = base.kv_replicate && a2a_kind;
+  const Problem p = problem_for(base, c);
   try {
     validate(p, c.kind);
   } catch (const UsageError& e) {
