@@ -177,7 +177,8 @@ int bench_strategies(const std::vector<std::string>& args) {
   JsonWriter j;
   j.begin_object().key("config").begin_object().key("ranks").value(o.ranks).key("batch").value(o.batch);
   j.key("heads").value(o.heads).key("kv_heads").value(configs[0].problem.kv_heads).key("head_dim").value(o.head_dim);
-  j.key("dtype").value(o.dtype).key("sharding").value(o.sharding).key("backend").value(o.backend).end_object();
+  j.key("dtype").value(o.dtype).key("sharding").value(o.sharding).key("backend").value(o.backend);
+  j.key("reps").value(reps).key("warm_up_runs").value(1).end_object();
   double off_ns = 0, on_ns = 0;
   if (trace) {
     off_ns = recorder_call_ns(false);
