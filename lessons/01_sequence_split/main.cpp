@@ -57,12 +57,6 @@ double max_diff_on_rows(const std::vector<double>& got, const std::vector<double
   return e;
 }
 
-std::string fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
   Problem& p = o.config.problem;
@@ -126,7 +120,7 @@ int run_lesson(int argc, char** argv) {
     const std::int64_t sent = oc.stats.comm_counts().bytes_sent;
     per_token_ok = per_token_ok && d == 0 && sent == 0;
     std::cout << "  " << lesson::pad(std::to_string(oc.rank), 6) << lesson::pad(std::to_string(L.local_len()), 6)
-              << lesson::pad(std::to_string(sent), 12) << (d == 0 ? "0 (bit for bit)" : fixed(d, 3)) << "\n";
+              << lesson::pad(std::to_string(sent), 12) << (d == 0 ? "0 (bit for bit)" : lesson::fixed(d, 3)) << "\n";
   }
   lesson::expect(per_token_ok, "the per-token block on shards equals the block on the whole, with no bytes sent");
   std::cout << "\n";
@@ -154,8 +148,8 @@ int run_lesson(int argc, char** argv) {
     const double err = max_diff_on_rows(unshard(L, rows, 1, H), ref.out, L, r, H);
     const std::int64_t needed = pos.back() + 1;  // a causal query sees every key up to itself
     std::cout << "  " << lesson::pad(std::to_string(r), 6) << lesson::pad(std::to_string(s), 13)
-              << lesson::pad(std::to_string(needed), 15) << (err < 1e-12 ? "0 (right)" : fixed(err, 2) + " (wrong)")
-              << "\n";
+              << lesson::pad(std::to_string(needed), 15)
+              << (err < 1e-12 ? "0 (right)" : lesson::fixed(err, 2) + " (wrong)") << "\n";
     lesson::expect((err < 1e-12) == (needed == s), "a rank alone is right exactly when it holds every key it needs");
   }
   std::cout << "\n";

@@ -15,13 +15,6 @@ using namespace cpsim;
 
 namespace {
 
-std::string num(double v) {
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f", v);
-  return buf;
-}
-
 struct Partial {
   double out, lse;
 };
@@ -107,23 +100,29 @@ int run_lesson(int argc, char** argv) {
   const double out_a = (std::exp(1.0) * 10 + std::exp(2.0) * 20) / std::exp(lse_a);
   const double out_b = (std::exp(0.5) * 30 + std::exp(3.0) * 40) / std::exp(lse_b);
   std::cout << "                          by hand     from the device\n";
-  std::cout << "  lse_a = log(e^1 + e^2)  " << lesson::pad(num(lse_a), 12) << num(a.lse) << "\n";
-  std::cout << "  out_a                   " << lesson::pad(num(out_a), 12) << num(a.out) << "\n";
-  std::cout << "  lse_b = log(e^.5 + e^3) " << lesson::pad(num(lse_b), 12) << num(b.lse) << "\n";
-  std::cout << "  out_b                   " << lesson::pad(num(out_b), 12) << num(b.out) << "\n\n";
+  std::cout << "  lse_a = log(e^1 + e^2)  " << lesson::pad(lesson::fixed(lse_a, 4), 12) << lesson::fixed(a.lse, 4)
+            << "\n";
+  std::cout << "  out_a                   " << lesson::pad(lesson::fixed(out_a, 4), 12) << lesson::fixed(a.out, 4)
+            << "\n";
+  std::cout << "  lse_b = log(e^.5 + e^3) " << lesson::pad(lesson::fixed(lse_b, 4), 12) << lesson::fixed(b.lse, 4)
+            << "\n";
+  std::cout << "  out_b                   " << lesson::pad(lesson::fixed(out_b, 4), 12) << lesson::fixed(b.out, 4)
+            << "\n\n";
   lesson::expect(std::abs(lse_a - a.lse) < 1e-12 && std::abs(out_b - b.out) < 1e-12, "the device agrees by hand");
 
   lesson::banner(2, "merge them");
   const double lse = std::log(std::exp(lse_a) + std::exp(lse_b));
   const double wa = std::exp(lse_a - lse), wb = std::exp(lse_b - lse);
   const Partial m = dev.merge(a, b);
-  std::cout << "  lse = logaddexp(lse_a, lse_b)   = " << num(lse) << "\n";
-  std::cout << "  scale_a = exp(lse_a - lse)      = " << num(wa) << "   (block a's share of the weight)\n";
-  std::cout << "  scale_b = exp(lse_b - lse)      = " << num(wb) << "\n";
-  std::cout << "  scale_a + scale_b               = " << num(wa + wb) << "\n";
-  std::cout << "  out = scale_a out_a + scale_b out_b = " << num(wa * out_a + wb * out_b) << "\n\n";
-  std::cout << "  Device::merge gives      out " << num(m.out) << ", lse " << num(m.lse) << "\n";
-  std::cout << "  attention over all four: out " << num(whole.out) << ", lse " << num(whole.lse) << "\n\n";
+  std::cout << "  lse = logaddexp(lse_a, lse_b)   = " << lesson::fixed(lse, 4) << "\n";
+  std::cout << "  scale_a = exp(lse_a - lse)      = " << lesson::fixed(wa, 4) << "   (block a's share of the weight)\n";
+  std::cout << "  scale_b = exp(lse_b - lse)      = " << lesson::fixed(wb, 4) << "\n";
+  std::cout << "  scale_a + scale_b               = " << lesson::fixed(wa + wb, 4) << "\n";
+  std::cout << "  out = scale_a out_a + scale_b out_b = " << lesson::fixed(wa * out_a + wb * out_b, 4) << "\n\n";
+  std::cout << "  Device::merge gives      out " << lesson::fixed(m.out, 4) << ", lse " << lesson::fixed(m.lse, 4)
+            << "\n";
+  std::cout << "  attention over all four: out " << lesson::fixed(whole.out, 4) << ", lse "
+            << lesson::fixed(whole.lse, 4) << "\n\n";
   lesson::expect(std::abs(wa + wb - 1) < 1e-12, "the scale factors sum to 1");
   lesson::expect(std::abs(m.out - whole.out) < 1e-12 && std::abs(m.lse - whole.lse) < 1e-12,
                  "the merged partials equal attention over all keys");
@@ -137,10 +136,13 @@ int run_lesson(int argc, char** argv) {
       "out = 0, lse = log(0) = -inf. Merging it must leave the other partial unchanged.");
   const Partial none = dev.attend(2, 2, /*q_pos=*/1);  // keys at positions 2, 3; the query at position 1
   const Partial m1 = dev.merge(a, none), m2 = dev.merge(none, none);
-  std::cout << "  empty block:           out " << num(none.out) << ", lse " << num(none.lse) << "\n";
-  std::cout << "  merge(a, empty):       out " << num(m1.out) << ", lse " << num(m1.lse) << "\n"
+  std::cout << "  empty block:           out " << lesson::fixed(none.out, 4) << ", lse " << lesson::fixed(none.lse, 4)
+            << "\n";
+  std::cout << "  merge(a, empty):       out " << lesson::fixed(m1.out, 4) << ", lse " << lesson::fixed(m1.lse, 4)
+            << "\n"
             << "                         (scale_a = 1, scale_empty = exp(-inf) = 0)\n";
-  std::cout << "  merge(empty, empty):   out " << num(m2.out) << ", lse " << num(m2.lse) << "\n"
+  std::cout << "  merge(empty, empty):   out " << lesson::fixed(m2.out, 4) << ", lse " << lesson::fixed(m2.lse, 4)
+            << "\n"
             << "                         (no NaN: the merge never computes -inf - -inf)\n\n";
   lesson::expect(none.lse == -INFINITY && m1.out == a.out && m1.lse == a.lse && m2.out == 0 && m2.lse == -INFINITY,
                  "the -inf cases");
@@ -150,9 +152,10 @@ int run_lesson(int argc, char** argv) {
   const double naive = std::log(std::exp(big_a) + std::exp(big_b));
   const Partial big = dev.merge({1.0, big_a}, {2.0, big_b});
   std::cout << "  lse_a = 800, lse_b = 799 (large scores, e.g. a sharp softmax):\n";
-  std::cout << "  log(exp(800) + exp(799))     = " << num(naive) << "   (exp(800) overflows a double)\n";
-  std::cout << "  800 + log1p(exp(799 - 800))  = " << num(big_a + std::log1p(std::exp(big_b - big_a))) << "\n";
-  std::cout << "  Device::merge                = " << num(big.lse) << "\n\n";
+  std::cout << "  log(exp(800) + exp(799))     = " << lesson::fixed(naive, 4) << "   (exp(800) overflows a double)\n";
+  std::cout << "  800 + log1p(exp(799 - 800))  = " << lesson::fixed(big_a + std::log1p(std::exp(big_b - big_a)), 4)
+            << "\n";
+  std::cout << "  Device::merge                = " << lesson::fixed(big.lse, 4) << "\n\n";
   lesson::expect(std::isinf(naive) && std::abs(big.lse - 800.3133) < 1e-4, "the stable form survives large scores");
 
   lesson::banner(5, "the ring uses this merge at every step");

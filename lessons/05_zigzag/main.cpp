@@ -23,12 +23,6 @@ std::string chunk_list(const SeqLayout& L) {
   return s;
 }
 
-std::string two(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
   Problem& p = o.config.problem;
@@ -54,9 +48,11 @@ int run_lesson(int argc, char** argv) {
   lesson::banner(1, "the balance, computed from the positions");
   const auto kb = chunk_blocks(K), zb = chunk_blocks(Z);
   std::cout << "  contiguous: chunks per rank " << chunk_list(K) << "\n"
-            << "              blocks per rank " << lesson::list(kb) << ", max/mean " << two(imbalance(kb)) << "\n"
+            << "              blocks per rank " << lesson::list(kb) << ", max/mean " << lesson::fixed(imbalance(kb), 2)
+            << "\n"
             << "  zigzag:     chunks per rank " << chunk_list(Z) << "\n"
-            << "              blocks per rank " << lesson::list(zb) << ", max/mean " << two(imbalance(zb)) << "\n\n";
+            << "              blocks per rank " << lesson::list(zb) << ", max/mean " << lesson::fixed(imbalance(zb), 2)
+            << "\n\n";
   lesson::expect(imbalance(zb) == 1.0, "zigzag is balanced");
   lesson::say(
       "Rank r's two chunks cost r + 1/2 and (2C-1-r) + 1/2: always 2C blocks together. The causal grid "

@@ -68,12 +68,6 @@ std::string sequential_ring(const RunConfig& cfg, Communicator& comm) {
   return w.take();
 }
 
-std::string us(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f us", v);
-  return buf;
-}
-
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
   Problem& p = o.config.problem;
@@ -168,9 +162,9 @@ int run_lesson(int argc, char** argv) {
     const double tc = 2 * t * t * N * 4 * D / flops_rate * 1e6;
     const double bytes = 2 * 2 * t * N * D * bytes_per;
     const double tn = bytes / nvlink * 1e6, ti = bytes / ib * 1e6;
-    std::cout << "  " << lesson::pad(std::to_string(per_rank), 13) << lesson::pad(us(tc), 11) << lesson::pad(us(tn), 11)
-              << lesson::pad(tc >= tn ? "yes" : "no", 9) << lesson::pad(us(ti), 12) << (tc >= ti ? "yes" : "no")
-              << "\n";
+    std::cout << "  " << lesson::pad(std::to_string(per_rank), 13) << lesson::pad(lesson::fixed(tc, 0) + " us", 11)
+              << lesson::pad(lesson::fixed(tn, 0) + " us", 11) << lesson::pad(tc >= tn ? "yes" : "no", 9)
+              << lesson::pad(lesson::fixed(ti, 0) + " us", 12) << (tc >= ti ? "yes" : "no") << "\n";
   }
   const double t_nv = bytes_per * flops_rate / (2 * nvlink), t_ib = bytes_per * flops_rate / (2 * ib);
   std::cout << "\n";
@@ -204,7 +198,9 @@ int run_lesson(int argc, char** argv) {
       lesson::expect(cell.valid, "the modeled ring runs");
       std::cout << "  " << lesson::pad(machine, 17) << lesson::pad(std::to_string(ranks), 4)
                 << lesson::pad(std::to_string(S / 1024) + "K", 7) << lesson::pad(std::to_string(S / ranks), 13)
-                << lesson::pad(us(cell.compute_us), 12) << us(cell.exposed_us) << "\n";
+                << lesson::pad(lesson::fixed(cell.compute_us, 0) + " us", 12) << lesson::fixed(cell.exposed_us, 0)
+                << " us"
+                << "\n";
     }
   }
   std::cout << "\n";

@@ -21,12 +21,6 @@ struct Variant {
   Sharding sharding;
 };
 
-std::string fixed2(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-
 // STEP 4: the machine model's forward+backward times (ms) on one machine, the fastest starred, and the time the
 // slowest rank sat blocked on communication. Model times are computed, not measured: the transcript checks them.
 model::PredictTable predicted_table(const char* machine, int ranks, const std::vector<std::string>& choices) {
@@ -51,8 +45,8 @@ model::PredictTable predicted_table(const char* machine, int ranks, const std::v
     for (std::size_t k = 0; k < n; ++k) {
       const model::Cell& cell = t.cells[row * n + k];
       lesson::expect(cell.valid, "every modeled strategy runs");
-      line += "  " + lesson::pad(fixed2(cell.total_us / 1000) + (static_cast<int>(k) == best ? "*" : "") + " (" +
-                                     fixed2(cell.exposed_us / 1000) + ")",
+      line += "  " + lesson::pad(lesson::fixed(cell.total_us / 1000, 2) + (static_cast<int>(k) == best ? "*" : "") +
+                                     " (" + lesson::fixed(cell.exposed_us / 1000, 2) + ")",
                                  17);
     }
     lesson::row(line);
@@ -125,7 +119,7 @@ int run_lesson(int argc, char** argv) {
     call_lines.push_back("  " + lesson::pad(v.name, 13) + (calls.empty() ? "none" : calls));
     const double most = *std::max_element(pairs.begin(), pairs.end());
     std::cout << "  " << lesson::pad(v.name, 13) << lesson::pad(std::to_string(static_cast<std::int64_t>(most)), 11)
-              << lesson::pad(fixed2(imbalance(pairs)), 10) << lesson::pad(lesson::bytes(sent), 12)
+              << lesson::pad(lesson::fixed(imbalance(pairs), 2), 10) << lesson::pad(lesson::bytes(sent), 12)
               << lesson::bytes(peak) << "\n";
   }
   std::cout << "\n  Calls on rank 0 (split: the hybrid setting up its two sub-communicators):\n";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -123,8 +124,13 @@ void say(const std::string& paragraph) {
 }
 
 std::string ms(double milliseconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f ms", milliseconds);
+  return fixed(milliseconds, 2) + " ms";
+}
+
+std::string fixed(double v, int digits) {
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
 }
 

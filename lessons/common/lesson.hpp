@@ -48,6 +48,7 @@ void say(const std::string& paragraph);          // wrapped to 78 columns, blank
 std::string wrap(const std::string& paragraph, int width = 78, const std::string& indent = "");
 std::string indent(const std::string& text, const std::string& prefix);  // every line prefixed, spacing kept
 std::string ms(double milliseconds);                                     // "12.34 ms": the one form times take
+std::string fixed(double v, int digits);                                 // fixed(1.5, 2) = "1.50"; "-inf", "inf"
 std::string bytes(std::int64_t n);                                       // "4.0 KiB"
 std::string list(const std::vector<std::int64_t>& v);                    // "[1, 2, 3, 4]"
 std::string list(const std::vector<double>& v);                          // "[2, 6, 10, 14]" (shortest exact form)
