@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "sim/cuda/cuda_check.hpp"
+#include "sim/kernels/view_checks.hpp"
 #include "sim/cuda/tile_counts.hpp"
 
 namespace cpsim::cuda {
@@ -32,20 +33,6 @@ int narrow(std::int64_t x, const View& v) {
   return static_cast<int>(x);
 }
 
-void check_data(const View& v, const char* what) {
-  if (v.numel() > 0 && v.buf.data() == nullptr)
-    throw Error(std::string(what) + ": buffer '" + v.buf.name() + "' holds no data on this device");
-}
-
-void check_pair(const View& dst, const View& src, const char* what) {
-  if (!dst.same_extent(src) || dst.buf.layout() != src.buf.layout())
-    throw Error(std::string(what) + ": views differ in extent or layout (" +
-                to_string(dst.buf.dims(), dst.buf.layout()) + " box vs " + to_string(src.buf.dims(), src.buf.layout()) +
-                " box)");
-  check_data(dst, what);
-  check_data(src, what);
-}
-
 void check_types(std::initializer_list<const View*> views, DType want, const char* what) {
   for (const View* v : views) {
     check_data(*v, what);
@@ -53,19 +40,6 @@ void check_types(std::initializer_list<const View*> views, DType want, const cha
       throw Error(std::string(what) + ": '" + v->buf.name() + "' holds " + std::string(dtype_name(v->buf.dtype())) +
                   " where " + std::string(dtype_name(want)) + " is needed");
   }
-}
-
-void check_activations(std::initializer_list<const View*> views, const char* what) {
-  for (const View* v : views)
-    if (v->buf.layout() != Layout::bsnd)
-      throw Error(std::string(what) + ": '" + v->buf.name() + "' must be a [B, S, N, D] buffer");
-}
-
-void check_ascending(const Positions& p, const char* what) {
-  for (std::size_t i = 1; i < p.size(); ++i)
-    if (p[i] <= p[i - 1])
-      throw Error(std::string("attention: ") + what + " must be strictly ascending (position " + std::to_string(p[i]) +
-                  " follows " + std::to_string(p[i - 1]) + ")");
 }
 
 }  // namespace
@@ -168,13 +142,7 @@ void CudaDevice::add(const View& dst, const View& src) {
 }
 
 void CudaDevice::merge(const View& out_acc, const View& lse_acc, const View& out_t, const View& lse_t) {
-  if (!out_acc.same_extent(out_t) || !lse_acc.same_extent(lse_t))
-    throw Error("merge: the two partial results must cover the same rows, heads and batches");
-  if (lse_acc.buf.layout() != Layout::bns || lse_t.buf.layout() != Layout::bns ||
-      out_acc.buf.layout() != Layout::bsnd || out_t.buf.layout() != Layout::bsnd)
-    throw Error("merge: out views must be [B, S, N, D] and lse views [B, N, S]");
-  if (lse_acc.nb != out_acc.nb || lse_acc.ns != out_acc.ns || lse_acc.nh != out_acc.nh)
-    throw Error("merge: lse must have one value per row and head of out");
+  check_merge_views(out_acc, lse_acc, out_t, lse_t);
   check_types({&lse_acc, &lse_t}, DType::f32, "merge");
   check_types({&out_t}, out_acc.buf.dtype(), "merge");
   check_data(out_acc, "merge");

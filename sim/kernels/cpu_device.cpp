@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include "sim/core/error.hpp"
+#include "sim/kernels/view_checks.hpp"
 #include "sim/kernels/host_pool.hpp"
 #include "sim/kernels/merge.hpp"
 #include "sim/kernels/tiled.hpp"
@@ -18,11 +19,6 @@ void with_type(DType t, const char* what, Fn&& fn) {
   if (t == DType::f32) return fn(float{});
   if (t == DType::f64) return fn(double{});
   throw Error(std::string(what) + ": the CPU device computes in f32 and f64 (got " + std::string(dtype_name(t)) + ")");
-}
-
-void check_data(const View& v, const char* what) {
-  if (v.numel() > 0 && v.buf.data() == nullptr)
-    throw Error(std::string(what) + ": buffer '" + v.buf.name() + "' holds no data on this device");
 }
 
 // Walks two views of one extent and layout in the same order, calling fn(dst_offset, src_offset, length) for
@@ -41,15 +37,6 @@ void for_each_run(const View& dst, const View& src, Fn&& fn) {
   }
 }
 
-void check_pair(const View& dst, const View& src, const char* what) {
-  if (!dst.same_extent(src) || dst.buf.layout() != src.buf.layout())
-    throw Error(std::string(what) + ": views differ in extent or layout (" +
-                to_string(dst.buf.dims(), dst.buf.layout()) + " box vs " + to_string(src.buf.dims(), src.buf.layout()) +
-                " box)");
-  check_data(dst, what);
-  check_data(src, what);
-}
-
 // The one dtype every view holds (each must hold data).
 DType common_dtype(std::initializer_list<const View*> views, const char* what) {
   const DType t = (*views.begin())->buf.dtype();
@@ -60,12 +47,6 @@ DType common_dtype(std::initializer_list<const View*> views, const char* what) {
     check_data(*v, what);
   }
   return t;
-}
-
-void check_activations(std::initializer_list<const View*> views, const char* what) {
-  for (const View* v : views)
-    if (v->buf.layout() != Layout::bsnd)
-      throw Error(std::string(what) + ": '" + v->buf.name() + "' must be a [B, S, N, D] buffer");
 }
 
 }  // namespace

@@ -4,18 +4,13 @@
 #include <cmath>
 
 #include "sim/core/error.hpp"
+#include "sim/kernels/view_checks.hpp"
 
 namespace cpsim {
 
 template <class T>
 void merge_partials(const View& out_acc, const View& lse_acc, const View& out_t, const View& lse_t) {
-  if (!out_acc.same_extent(out_t) || !lse_acc.same_extent(lse_t))
-    throw Error("merge: the two partial results must cover the same rows, heads and batches");
-  if (lse_acc.buf.layout() != Layout::bns || lse_t.buf.layout() != Layout::bns ||
-      out_acc.buf.layout() != Layout::bsnd || out_t.buf.layout() != Layout::bsnd)
-    throw Error("merge: out views must be [B, S, N, D] and lse views [B, N, S]");
-  if (lse_acc.nb != out_acc.nb || lse_acc.ns != out_acc.ns || lse_acc.nh != out_acc.nh)
-    throw Error("merge: lse must have one value per row and head of out");
+  check_merge_views(out_acc, lse_acc, out_t, lse_t);
   const std::int64_t D = out_acc.d();
   for (std::int64_t b = 0; b < out_acc.nb; ++b)
     for (std::int64_t h = 0; h < out_acc.nh; ++h) {

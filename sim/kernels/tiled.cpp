@@ -7,6 +7,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/kernels/eigen.hpp"
+#include "sim/kernels/view_checks.hpp"
 
 namespace cpsim {
 namespace {
@@ -46,13 +47,6 @@ TileMask classify(const Positions& qp, std::int64_t i0, std::int64_t i1, const P
 // How many keys of [j0, j1) a query at position p sees: a prefix, since keys are ascending.
 std::int64_t visible_prefix(const Positions& kp, std::int64_t j0, std::int64_t j1, std::int64_t p) {
   return std::upper_bound(kp.begin() + j0, kp.begin() + j1, p) - (kp.begin() + j0);
-}
-
-void check_ascending(const Positions& p, const char* what) {
-  for (std::size_t i = 1; i < p.size(); ++i)
-    if (p[i] <= p[i - 1])
-      throw Error(std::string("attention: ") + what + " must be strictly ascending (position " + std::to_string(p[i]) +
-                  " follows " + std::to_string(p[i - 1]) + ")");
 }
 
 }  // namespace
