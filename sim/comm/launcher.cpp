@@ -128,4 +128,15 @@ std::vector<int> iota_ranks(int n) {
   return v;
 }
 
+std::vector<RankOutcome> fresh_outcomes(int n, bool tracing) {
+  const auto epoch = Recorder::Clock::now();
+  std::vector<RankOutcome> out(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    out[r].rank = r;
+    out[r].stats = Recorder(r, tracing);
+    out[r].stats.set_epoch(epoch);
+  }
+  return out;
+}
+
 }  // namespace cpsim

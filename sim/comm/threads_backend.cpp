@@ -40,13 +40,7 @@ class ThreadsCommunicator final : public P2pCommunicator {
 std::vector<RankOutcome> launch_threads(const LaunchOptions& opt, const RankFn& fn) {
   const int c = opt.ranks;
   auto world = std::make_shared<ThreadsWorld>(c, opt.timeout);
-  const auto epoch = Recorder::Clock::now();
-  std::vector<RankOutcome> out(c);
-  for (int r = 0; r < c; ++r) {
-    out[r].rank = r;
-    out[r].stats = Recorder(r, opt.tracing);
-    out[r].stats.set_epoch(epoch);
-  }
+  std::vector<RankOutcome> out = fresh_outcomes(c, opt.tracing);
   std::vector<std::thread> threads;
   threads.reserve(c);
   for (int r = 0; r < c; ++r) {

@@ -266,13 +266,7 @@ std::vector<RankOutcome> launch_cuda_threads(const LaunchOptions& opt, const Ran
   const int c = opt.ranks;
   auto world = std::make_shared<cuda::GpuWorld>(c, opt.timeout);
   auto group = world->group(cuda::kWorldGroup, iota_ranks(c));
-  const auto epoch = Recorder::Clock::now();
-  std::vector<RankOutcome> out(c);
-  for (int r = 0; r < c; ++r) {
-    out[r].rank = r;
-    out[r].stats = Recorder(r, opt.tracing);
-    out[r].stats.set_epoch(epoch);
-  }
+  std::vector<RankOutcome> out = fresh_outcomes(c, opt.tracing);
   std::vector<std::thread> threads;
   threads.reserve(c);
   for (int r = 0; r < c; ++r) {
