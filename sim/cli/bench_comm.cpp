@@ -14,11 +14,14 @@
 //
 // --backend threads,processes,mpi (under `mpirun -np C`) puts the backends side by side in one table per
 // operation, same sizes, same run: see side_by_side() below and docs/mpi.md.
+// --collectives ring|direct imposes one form of all_gather and reduce_scatter on threads and processes (by
+// default each backend runs its own: threads direct, processes ring; docs/backends-threads-processes.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <vector>
 
 #include "sim/cli/bench_comm_ceiling.hpp"
@@ -217,10 +220,12 @@ struct Cell {
 };
 
 // Per size, backend b's cell; empty in the processes of an MPI job other than rank 0.
-std::vector<Cell> measure(Backend b, Op op, int ranks, const std::vector<std::size_t>& sizes) {
+std::vector<Cell> measure(Backend b, Op op, int ranks, const std::vector<std::size_t>& sizes,
+                          std::optional<CollectiveAlgorithm> form) {
   LaunchOptions opt;
   opt.ranks = ranks;
   opt.backend = b;
+  opt.collectives = form;
   const auto outcomes = launch(opt, [&](Communicator& comm) { return sweep(op, comm, sizes); });
   std::vector<ByteReader> readers;
   for (const auto& o : outcomes) readers.emplace_back(o.result);
@@ -257,7 +262,8 @@ std::vector<Backend> parse_backend_list(const std::string& list) {
   }
 }
 
-int side_by_side(const std::string& list, int ranks, const std::vector<std::size_t>& sizes, int step, bool json) {
+int side_by_side(const std::string& list, int ranks, const std::vector<std::size_t>& sizes, int step, bool json,
+                 std::optional<CollectiveAlgorithm> form) {
   const std::vector<Backend> backends = parse_backend_list(list);
   const bool with_mpi = std::find(backends.begin(), backends.end(), Backend::mpi) != backends.end();
   require(!with_mpi || launcher_rank() >= 0,
@@ -270,12 +276,12 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
   // STEP 1: mpi, on every process of the job (it also checks that the job has --ranks processes).
   for (std::size_t k = 0; k < nops; ++k)
     for (std::size_t j = 0; j < backends.size(); ++j)
-      if (backends[j] == Backend::mpi) cells[k][j] = measure(Backend::mpi, kOps[k], ranks, sizes);
+      if (backends[j] == Backend::mpi) cells[k][j] = measure(Backend::mpi, kOps[k], ranks, sizes, form);
   // STEP 2: the others, by rank 0 alone.
   run_on_rank0([&] {
     for (std::size_t k = 0; k < nops; ++k)
       for (std::size_t j = 0; j < backends.size(); ++j)
-        if (backends[j] != Backend::mpi) cells[k][j] = measure(backends[j], kOps[k], ranks, sizes);
+        if (backends[j] != Backend::mpi) cells[k][j] = measure(backends[j], kOps[k], ranks, sizes, form);
   });
   if (launcher_rank() > 0) return 0;  // rank 0 reports
 
@@ -283,7 +289,8 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
     JsonWriter j;
     j.begin_object().key("backends").begin_array();
     for (Backend b : backends) j.value(std::string(backend_name(b)));
-    j.end_array().key("ranks").value(ranks).key("ops").begin_array();
+    j.end_array().key("ranks").value(ranks).key("collectives").value(form ? algorithm_name(*form) : "backend");
+    j.key("ops").begin_array();
     for (std::size_t k = 0; k < nops; ++k) {
       j.begin_object().key("op").value(op_name(kOps[k])).key("bus_factor").value(bus_factor(kOps[k], ranks));
       j.key("rows").begin_array();
@@ -311,6 +318,7 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
                 ranks);
   std::printf("# time: the slowest rank's mean per call, best of %d runs; busbw = size / time x factor (nccl-tests)\n",
               kRuns);
+  if (form) std::printf("# collectives: %s on threads and processes (imposed)\n", algorithm_name(*form));
   std::string names;
   for (Backend b : backends) {
     char col[16];
@@ -339,13 +347,15 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
 
 int bench_comm(const std::vector<std::string>& args) {
   po::options_description desc("cpsim bench comm");
-  std::string backend = "threads", minb = "1K", maxb = "64M";
+  std::string backend = "threads", minb = "1K", maxb = "64M", collectives;
   int ranks = 4, step = 4;
   desc.add_options()("backend", po::value(&backend),
                      "threads | processes; or a list, side by side: threads,processes,mpi (mpi: under mpirun)")(
       "ranks", po::value(&ranks), "number of ranks C (default 4)")("minbytes", po::value(&minb), "smallest size (1K)")(
       "maxbytes", po::value(&maxb), "largest size (64M)")("stepfactor", po::value(&step), "size multiplier (4)")(
-      "json", "print one JSON object instead of the tables");
+      "collectives", po::value(&collectives),
+      "ring | direct: the form of all_gather and reduce_scatter on threads and processes (default: each backend's "
+      "own, threads direct, processes ring)")("json", "print one JSON object instead of the tables");
   po::variables_map vm;
   if (!parse("bench comm", desc, args, vm)) return 0;
   const bool side = backend.find(',') != std::string::npos || backend == "mpi";  // side_by_side() above
@@ -357,13 +367,21 @@ int bench_comm(const std::vector<std::string>& args) {
   const std::size_t lo = parse_size("minbytes", minb), hi = parse_size("maxbytes", maxb);
   require(lo >= 4 * static_cast<std::size_t>(ranks) && lo <= hi, "sizes must satisfy 4 x ranks <= minbytes <= maxbytes",
           "use e.g. --minbytes 1K --maxbytes 64M");
+  std::optional<CollectiveAlgorithm> form;
+  if (!collectives.empty()) {
+    require(collectives == "ring" || collectives == "direct",
+            "--collectives " + collectives + " is not a form of the collectives", "use --collectives ring or direct");
+    form = collectives == "ring" ? CollectiveAlgorithm::ring : CollectiveAlgorithm::direct;
+  }
   std::vector<std::size_t> sizes;
   for (std::size_t s = lo; s <= hi; s *= step) sizes.push_back(s);
-  if (side) return side_by_side(backend, ranks, sizes, step, vm.count("json") > 0);
+  if (side) return side_by_side(backend, ranks, sizes, step, vm.count("json") > 0, form);
 
   LaunchOptions opt;
   opt.ranks = ranks;
   opt.backend = b;
+  opt.collectives = form;
+  const char* form_name = algorithm_name(form.value_or(default_collectives(b)));
   std::vector<std::vector<Row>> table;
   for (Op op : kOps) {
     auto outcomes = launch(opt, [&](Communicator& comm) { return sweep(op, comm, sizes); });
@@ -405,7 +423,8 @@ int bench_comm(const std::vector<std::string>& args) {
 
   if (vm.count("json")) {
     JsonWriter j;
-    j.begin_object().key("backend").value(backend).key("ranks").value(ranks).key("ops").begin_array();
+    j.begin_object().key("backend").value(backend).key("ranks").value(ranks).key("collectives").value(form_name);
+    j.key("ops").begin_array();
     for (std::size_t k = 0; k < table.size(); ++k) {
       j.begin_object().key("op").value(op_name(kOps[k])).key("bus_factor").value(bus_factor(kOps[k], ranks));
       j.key("rows").begin_array();
@@ -438,6 +457,7 @@ int bench_comm(const std::vector<std::string>& args) {
 
   std::printf("# cpsim bench comm: backend %s, %d ranks; sizes %s..%s x%d; memcpy is single-thread, same run\n",
               backend.c_str(), ranks, human(lo).c_str(), human(hi).c_str(), step);
+  std::printf("# collectives: %s (%s)\n", form_name, form ? "imposed by --collectives" : "the backend's own");
   for (std::size_t k = 0; k < table.size(); ++k) {
     std::printf("#\n# %s (busbw factor %.3g)\n", op_name(kOps[k]), bus_factor(kOps[k], ranks));
     std::printf("# %10s %12s %6s %10s %10s %10s %8s %10s %8s\n", "size", "count", "type", "time", "algbw", "busbw",

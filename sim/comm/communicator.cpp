@@ -8,6 +8,10 @@
 
 namespace cpsim {
 
+const char* algorithm_name(CollectiveAlgorithm a) {
+  return a == CollectiveAlgorithm::ring ? "ring" : "direct";
+}
+
 Request::Request(std::unique_ptr<Impl> impl, Recorder* rec, std::string what, int peer)
     : impl_(std::move(impl)), rec_(rec), what_(std::move(what)), peer_(peer) {}
 

@@ -27,6 +27,10 @@
 namespace cpsim {
 
 enum class ReduceOp { sum, max, min };
+// How the threads and processes backends run all_gather, reduce_scatter and all_reduce
+// (sim/comm/collectives/collectives.hpp): the ring, or every message at once from its sender's input.
+enum class CollectiveAlgorithm { ring, direct };
+const char* algorithm_name(CollectiveAlgorithm a);
 
 // A pending isend or irecv. wait() blocks until done (and throws Error on timeout or a dead peer);
 // test() says whether it is done without blocking. A Request must be waited before its buffer is reused.

@@ -18,8 +18,9 @@ Pending P2pCommunicator::post_send(const Envelope& env, const void* buf, std::si
   return start_send(env, buf, bytes, world_ranks()[peer]);
 }
 
-Pending P2pCommunicator::post_recv(const Envelope& env, void* buf, std::size_t bytes, int peer) {
-  return start_recv(env, buf, bytes, world_ranks()[peer]);
+Pending P2pCommunicator::post_recv(const Envelope& env, void* buf, std::size_t bytes, int peer,
+                                   std::optional<Fold> fold) {
+  return start_recv(env, buf, bytes, world_ranks()[peer], fold);
 }
 
 std::byte* P2pCommunicator::scratch(std::size_t bytes) {
@@ -63,13 +64,18 @@ void P2pCommunicator::do_sendrecv(const void* sendbuf, std::size_t send_bytes, i
 }
 
 void P2pCommunicator::do_all_gather(const void* sendbuf, void* recvbuf, std::size_t bytes_per_rank) {
-  collectives::ring_all_gather(Port{*this, next_collective(CollectiveKind::all_gather)}, sendbuf, recvbuf,
-                               Chunks::equal(size(), bytes_per_rank));
+  const Port port{*this, next_collective(CollectiveKind::all_gather)};
+  const Chunks chunks = Chunks::equal(size(), bytes_per_rank);
+  if (algorithm() == CollectiveAlgorithm::direct) return collectives::direct_all_gather(port, sendbuf, recvbuf, chunks);
+  collectives::ring_all_gather(port, sendbuf, recvbuf, chunks);
 }
 
 void P2pCommunicator::do_reduce_scatter(const void* sendbuf, void* recvbuf, std::size_t count_per_rank, DType dtype) {
-  collectives::ring_reduce_scatter(Port{*this, next_collective(CollectiveKind::reduce_scatter)}, sendbuf, recvbuf,
-                                   Chunks::equal(size(), count_per_rank * dtype_size(dtype)), dtype, ReduceOp::sum);
+  const Port port{*this, next_collective(CollectiveKind::reduce_scatter)};
+  const Chunks chunks = Chunks::equal(size(), count_per_rank * dtype_size(dtype));
+  if (algorithm() == CollectiveAlgorithm::direct)
+    return collectives::direct_reduce_scatter(port, sendbuf, recvbuf, chunks, dtype, ReduceOp::sum);
+  collectives::ring_reduce_scatter(port, sendbuf, recvbuf, chunks, dtype, ReduceOp::sum);
 }
 
 void P2pCommunicator::do_all_to_all(const void* sendbuf, void* recvbuf, std::size_t bytes_per_rank) {
@@ -78,8 +84,8 @@ void P2pCommunicator::do_all_to_all(const void* sendbuf, void* recvbuf, std::siz
 }
 
 void P2pCommunicator::do_all_reduce(const void* sendbuf, void* recvbuf, std::size_t count, DType dtype, ReduceOp op) {
-  collectives::ring_all_reduce(Port{*this, next_collective(CollectiveKind::all_reduce)}, sendbuf, recvbuf, count, dtype,
-                               op);
+  collectives::all_reduce(Port{*this, next_collective(CollectiveKind::all_reduce)}, sendbuf, recvbuf, count, dtype, op,
+                          algorithm());
 }
 
 void P2pCommunicator::do_barrier() {
@@ -111,7 +117,9 @@ std::unique_ptr<Communicator> P2pCommunicator::do_split(int color, int key) {
   }
   std::uint64_t ctx = mix64(mix64(mix64(context_) ^ split_index) ^ static_cast<std::uint32_t>(color));
   if (ctx == kControlContext || ctx == kWorldContext) ctx += 2;
-  return make_sub(new_rank, std::move(world), ctx);
+  std::unique_ptr<P2pCommunicator> sub = make_sub(new_rank, std::move(world), ctx);
+  sub->use(algorithm_);
+  return sub;
 }
 
 }  // namespace cpsim

@@ -9,12 +9,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "sim/comm/communicator.hpp"
 #include "sim/comm/envelope.hpp"
+#include "sim/comm/fold.hpp"
 
 namespace cpsim {
+
 
 // A posted send or receive, waited with wait(p) below. Destroying one that is not done cancels it.
 using Pending = std::unique_ptr<Request::Impl>;
@@ -26,22 +29,28 @@ inline void wait(Pending& p) {
 
 class P2pCommunicator : public Communicator {
  public:
-  // Posts a message of this communicator to / from `peer` (a rank of this communicator).
+  // Posts a message of this communicator to / from `peer` (a rank of this communicator). A receive with a
+  // fold lands the message as buf = op(message, fold.own) instead of copying it (fold.hpp).
   Pending post_send(const Envelope& env, const void* buf, std::size_t bytes, int peer);
-  Pending post_recv(const Envelope& env, void* buf, std::size_t bytes, int peer);
+  Pending post_recv(const Envelope& env, void* buf, std::size_t bytes, int peer, std::optional<Fold> fold = {});
   std::uint64_t context() const { return context_; }
   // Scratch memory for collectives (reduce-scatter's partial sums), kept between calls so that repeated
   // calls do not allocate.
   std::byte* scratch(std::size_t bytes);
+  // The form all_gather, reduce_scatter and all_reduce take (collectives.hpp): set by the launcher
+  // (LaunchOptions::collectives, default_collectives()); communicators made by split keep it.
+  CollectiveAlgorithm algorithm() const { return algorithm_; }
+  void use(CollectiveAlgorithm a) { algorithm_ = a; }
 
  protected:
   P2pCommunicator(int rank, int size, Recorder& rec, std::vector<int> world_ranks, std::uint64_t context);
 
   // The backend: messages to / from a world rank.
   virtual Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) = 0;
-  virtual Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world) = 0;
+  virtual Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world,
+                             std::optional<Fold> fold) = 0;
   // A communicator of the same backend over the given world ranks, this rank being `rank` of them.
-  virtual std::unique_ptr<Communicator> make_sub(int rank, std::vector<int> world_ranks, std::uint64_t context) = 0;
+  virtual std::unique_ptr<P2pCommunicator> make_sub(int rank, std::vector<int> world_ranks, std::uint64_t context) = 0;
 
   void do_send(const void* buf, std::size_t bytes, int peer, int tag) override;
   void do_recv(void* buf, std::size_t bytes, int peer, int tag) override;
@@ -64,6 +73,7 @@ class P2pCommunicator : public Communicator {
   std::uint64_t collectives_ = 0;  // collective calls so far (the next one's sequence number)
   std::uint64_t splits_ = 0;       // split calls so far (part of the child's context id)
   std::vector<std::byte> scratch_;
+  CollectiveAlgorithm algorithm_ = CollectiveAlgorithm::ring;
 };
 
 }  // namespace cpsim

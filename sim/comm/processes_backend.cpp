@@ -44,10 +44,11 @@ class ProcessCommunicator final : public P2pCommunicator {
   Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) override {
     return engine_.send(env, buf, bytes, peer_world);
   }
-  Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world) override {
-    return engine_.recv(env, buf, bytes, peer_world);
+  Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world,
+                     std::optional<Fold> fold) override {
+    return engine_.recv(env, buf, bytes, peer_world, fold);
   }
-  std::unique_ptr<Communicator> make_sub(int rank, std::vector<int> world_ranks, std::uint64_t context) override {
+  std::unique_ptr<P2pCommunicator> make_sub(int rank, std::vector<int> world_ranks, std::uint64_t context) override {
     return std::make_unique<ProcessCommunicator>(engine_, rank, recorder(), std::move(world_ranks), context);
   }
 
@@ -127,6 +128,7 @@ void flush_output() {
     std::string result;
     {
       ProcessCommunicator comm(engine, r, rec, iota_ranks(world.ranks()), kWorldContext);
+      comm.use(opt.collectives.value_or(default_collectives(Backend::processes)));
       result = fn(comm);
     }
     // Every message of this rank is in the rings by now: others may stop waiting for more.

@@ -7,6 +7,8 @@
 
 namespace cpsim {
 
+static_assert(kSlotBytes % 8 == 0, "a fold lands whole elements of every chunk of a message");
+
 struct ShmEngine::Op {
   bool sending = false;
   Envelope env;
@@ -14,6 +16,7 @@ struct ShmEngine::Op {
   std::byte* buf = nullptr;
   std::size_t bytes = 0;
   std::size_t moved = 0;  // bytes streamed out (send)
+  std::optional<Fold> fold;  // receive-and-reduce: buf = op(message, fold->own)
   bool started = false;   // first chunk written (send)
   enum class State { active, done, failed, cancelled } state = State::active;
   std::string error;
@@ -57,12 +60,13 @@ Pending ShmEngine::send(const Envelope& env, const void* buf, std::size_t bytes,
   return std::make_unique<ShmPending>(*this, op);
 }
 
-Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int src) {
+Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int src, std::optional<Fold> fold) {
   auto op = std::make_shared<Op>();
   op->env = env;
   op->peer = src;
   op->buf = static_cast<std::byte*>(buf);
   op->bytes = bytes;
+  op->fold = fold;
   // The oldest message of this stream that arrived before us, if any. (No progress() first: a message still
   // in the ring is better left there for this receive to take straight into its buffer.)
   auto it =
@@ -79,7 +83,7 @@ Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int s
     op->state = State::failed;
     op->error = err;
   } else {
-    if (stash->got > 0) std::memcpy(buf, stash->data.data(), stash->got);
+    land(buf, stash->data.data(), 0, stash->got, op->fold ? &*op->fold : nullptr);
     if (stash->complete) {
       op->state = State::done;
     } else {  // still streaming in from src: the rest goes straight into buf
@@ -177,10 +181,9 @@ bool ShmEngine::drain(int src) {
   while (SlotHeader* slot = ring.filled_slot()) {
     if (!in.active) bind(src, slot->msg);
     const std::size_t n = slot->len;
-    std::byte* to = nullptr;
-    if (in.op && in.op->state == State::active) to = in.op->buf + in.got;
-    if (in.stash) to = in.stash->data.data() + in.got;
-    if (to && n > 0) std::memcpy(to, Ring::payload(slot), n);
+    if (in.op && in.op->state == State::active)
+      land(in.op->buf, Ring::payload(slot), in.got, n, in.op->fold ? &*in.op->fold : nullptr);
+    if (in.stash && n > 0) std::memcpy(in.stash->data.data() + in.got, Ring::payload(slot), n);
     ring.release();
     moved = true;
     in.got += n;

@@ -23,10 +23,11 @@ class ThreadsCommunicator final : public P2pCommunicator {
   Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) override {
     return world_->send(me_, env, buf, bytes, peer_world);
   }
-  Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world) override {
-    return world_->recv(me_, env, buf, bytes, peer_world);
+  Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world,
+                     std::optional<Fold> fold) override {
+    return world_->recv(me_, env, buf, bytes, peer_world, fold);
   }
-  std::unique_ptr<Communicator> make_sub(int rank, std::vector<int> world_ranks, std::uint64_t context) override {
+  std::unique_ptr<P2pCommunicator> make_sub(int rank, std::vector<int> world_ranks, std::uint64_t context) override {
     return std::make_unique<ThreadsCommunicator>(world_, rank, recorder(), std::move(world_ranks), context);
   }
 
@@ -47,6 +48,7 @@ std::vector<RankOutcome> launch_threads(const LaunchOptions& opt, const RankFn& 
     threads.emplace_back([&, r] {
       try {
         ThreadsCommunicator comm(world, r, out[r].stats, iota_ranks(c), kWorldContext);
+        comm.use(opt.collectives.value_or(default_collectives(Backend::threads)));
         out[r].result = fn(comm);
         world->finish(r);
       } catch (const Aborted&) {

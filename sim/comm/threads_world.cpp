@@ -1,7 +1,6 @@
 #include "sim/comm/threads_world.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <deque>
 #include <thread>
 
@@ -20,6 +19,7 @@ struct RecvOp {
   int src = 0;
   void* buf = nullptr;
   std::size_t bytes = 0;
+  std::optional<Fold> fold;  // receive-and-reduce: buf = op(message, fold->own)
   std::atomic<int> state{kPosted};
   std::string error;  // written before state becomes kFailed
 };
@@ -52,8 +52,9 @@ constexpr std::size_t kMaxSpare = 64;
 
 enum RankStatus : int { kRunning, kFinished, kFailedRank };
 
-void copy_bytes(void* dst, const void* src, std::size_t n) {
-  if (n > 0) std::memcpy(dst, src, n);
+// The receive's one pass over the message: a copy, or the fold.
+void land(const RecvOp& op, const void* message) {
+  cpsim::land(op.buf, message, 0, op.bytes, op.fold ? &*op.fold : nullptr);
 }
 
 }  // namespace threads_detail
@@ -171,19 +172,21 @@ Pending ThreadsWorld::send(int me, const Envelope& env, const void* buf, std::si
     }
   }
   if (target->state.load() == kCopying) {
-    copy_bytes(target->buf, buf, bytes);
+    land(*target, buf);
     target->state.store(kDone);
   }
   ring(dst);
   return std::make_unique<SendImpl>(*this, me, nullptr);
 }
 
-Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t bytes, int src) {
+Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t bytes, int src,
+                           std::optional<Fold> fold) {
   auto op = std::make_shared<RecvOp>();
   op->env = env;
   op->src = src;
   op->buf = buf;
   op->bytes = bytes;
+  op->fold = fold;
   Mailbox& b = *boxes_[me];
   std::shared_ptr<SendOp> sender;
   {
@@ -204,7 +207,7 @@ Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t b
       return std::make_unique<RecvImpl>(*this, me, op);
     }
     if (!parcel.rendezvous) {  // eager: out of our own mailbox (small, so under the lock)
-      copy_bytes(buf, parcel.data.data(), bytes);
+      land(*op, parcel.data.data());
       op->state.store(kDone);
       if (b.spare.size() < kMaxSpare) b.spare.push_back(std::move(parcel.data));
       return std::make_unique<RecvImpl>(*this, me, op);
@@ -214,7 +217,7 @@ Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t b
     if (parcel.rendezvous->state.compare_exchange_strong(waiting, kClaimed)) sender = std::move(parcel.rendezvous);
   }
   if (sender) {  // rendezvous: we arrived second, so we copy, straight out of the sender's buffer
-    copy_bytes(buf, sender->buf, bytes);
+    land(*op, sender->buf);
     op->state.store(kDone);
     sender->state.store(kSent);
     ring(src);

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,7 @@ class ThreadsWorld {
 
   // Rank `me` posts a message to / a receive from world rank dst / src.
   Pending send(int me, const Envelope& env, const void* buf, std::size_t bytes, int dst);
-  Pending recv(int me, const Envelope& env, void* buf, std::size_t bytes, int src);
+  Pending recv(int me, const Envelope& env, void* buf, std::size_t bytes, int src, std::optional<Fold> fold = {});
 
   // The launcher's view: a rank returned (finish) or threw (fail; the first failure is the one reported).
   void finish(int r);

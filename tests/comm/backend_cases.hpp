@@ -6,6 +6,8 @@
 #include <random>
 
 #include "comm_test_support.hpp"
+#include "sim/comm/collectives/reduce.hpp"
+#include "sim/comm/p2p_communicator.hpp"
 #include "sim/comm/shm_world.hpp"
 #include "sim/comm/threads_backend.hpp"
 
@@ -187,6 +189,57 @@ inline void check_reduce_scatter(Backend b, int c) {
       bad.add(reduce_scatter_one<float>(comm, count, DType::f32));
       bad.add(reduce_scatter_one<double>(comm, count, DType::f64));
       bad.add(reduce_scatter_one<std::int64_t>(comm, count, DType::i64));
+    }
+    return bad.result();
+  });
+}
+
+// A receive with a fold (sim/comm/fold.hpp) lands op(message, own) whoever does the pass: the sender (receive
+// posted first), the receive out of its mailbox (an early small message), the receive out of the sender's
+// buffer or the rings (an early large one, also larger than a ring). Rank 0 sends, rank 1 folds; the expected
+// values come from combine(), whose arithmetic collectives_test.cpp checks.
+inline void check_receive_with_fold(Backend b) {
+  struct Kind {
+    DType dtype;
+    ReduceOp op;
+  };
+  const Kind kinds[] = {{DType::f32, ReduceOp::sum}, {DType::f64, ReduceOp::max}, {DType::i64, ReduceOp::min},
+                        {DType::bf16, ReduceOp::sum}};
+  const std::size_t counts[] = {0, 7, kThreadsEagerBytes / 2 + 1, 3 * kSlotBytes / 8 + 5,
+                                kSlotBytes * kMaxSlotsPerRing / 4 + 3};
+  run_checked(b, 2, [&](Communicator& comm) {
+    auto& p2p = dynamic_cast<P2pCommunicator&>(comm);
+    Complaints bad;
+    int tag = 0;
+    for (const Kind& k : kinds) {
+      for (std::size_t count : counts) {
+        for (bool receive_first : {true, false}) {
+          const std::size_t bytes = count * dtype_size(k.dtype);
+          const Envelope env{p2p.context(), Channel::p2p, CollectiveKind::none, ++tag, 0};
+          const Bytes message = payload(0, bytes, tag), own = payload(1, bytes, tag);
+          if (comm.rank() == 0) {
+            if (!receive_first) {
+              Pending s = p2p.post_send(env, message.data(), bytes, 1);
+              comm.barrier();
+              wait(s);
+            } else {
+              comm.barrier();
+              Pending s = p2p.post_send(env, message.data(), bytes, 1);
+              wait(s);
+            }
+            continue;
+          }
+          Bytes got(bytes), want(bytes);
+          Pending r;
+          if (receive_first) r = p2p.post_recv(env, got.data(), bytes, 0, Fold{own.data(), k.dtype, k.op});
+          comm.barrier();
+          if (!receive_first) r = p2p.post_recv(env, got.data(), bytes, 0, Fold{own.data(), k.dtype, k.op});
+          wait(r);
+          collectives::combine(want.data(), message.data(), own.data(), count, k.dtype, k.op);
+          bad.expect(got == want, "fold " + std::string(dtype_name(k.dtype)) + " of " + std::to_string(count) +
+                                      (receive_first ? ", receive first" : ", message first"));
+        }
+      }
     }
     return bad.result();
   });

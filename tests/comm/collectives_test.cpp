@@ -1,12 +1,16 @@
-// The pieces of the collectives that do not need ranks: chunking and the element-wise reductions.
+// The pieces of the collectives that do not need ranks (chunking, the element-wise reductions), and the
+// agreement, bit for bit, of the two forms of the reductions: ring (processes backend) and direct (threads).
 #include "sim/comm/collectives/collectives.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <cstring>
+#include <random>
+#include <string>
 #include <vector>
 
+#include "comm_test_support.hpp"
 #include "sim/comm/collectives/reduce.hpp"
 
 using namespace cpsim;
@@ -67,4 +71,86 @@ TEST_CASE("combine in bf16 adds in f32 and rounds to the nearest even bf16") {
   combine(out.data(), a.data(), b.data(), 2, DType::bf16, ReduceOp::sum);
   CHECK(out[0] == bf16(1.0f));
   CHECK(out[1] == bf16(3.5f));
+}
+
+namespace {
+
+// Rank r's input: random magnitudes over many binades (so the order of a sum shows in its rounding), with
+// signed zeros among them (so the order of max and min operands shows).
+template <class T>
+std::vector<T> mixed_input(int rank, std::size_t count) {
+  std::mt19937_64 gen(1234 + static_cast<std::uint64_t>(rank));
+  std::uniform_real_distribution<double> mantissa(-1, 1);
+  std::uniform_int_distribution<int> exponent(-20, 20), kind(0, 9);
+  std::vector<T> v(count);
+  for (auto& x : v) {
+    const int k = kind(gen);
+    x = k == 0 ? T(0) : k == 1 ? -T(0) : static_cast<T>(std::ldexp(mantissa(gen), exponent(gen)));
+  }
+  return v;
+}
+
+// Every rank's reduce_scatter (sum) and all_reduce (sum, max, min) results, as bytes, on one backend with one
+// form of the collectives.
+template <class T>
+std::vector<std::string> reductions(Backend b, CollectiveAlgorithm form, int c, std::size_t count, DType dtype) {
+  LaunchOptions opt = test::options(b, c);
+  opt.collectives = form;
+  std::vector<std::string> results;
+  for (const RankOutcome& o : launch(opt, [&](Communicator& comm) {
+         const auto in = mixed_input<T>(comm.rank(), count * c);
+         std::vector<T> rs(count), ar(count * c);
+         std::string bytes;
+         auto keep = [&](const std::vector<T>& v) {
+           bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+         };
+         comm.reduce_scatter(in.data(), rs.data(), count, dtype);
+         keep(rs);
+         for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min}) {
+           comm.all_reduce(in.data(), ar.data(), count * c - 1, dtype, op);  // a count C does not divide
+           keep(ar);
+         }
+         return bytes;
+       }))
+    results.push_back(o.result);
+  return results;
+}
+
+}  // namespace
+
+TEST_CASE("ring and direct reductions give bit-identical sums, maxima and minima on both backends") {
+  using enum CollectiveAlgorithm;
+  for (int c : {2, 3, 4}) {
+    CAPTURE(c);
+    const auto want32 = reductions<float>(Backend::threads, ring, c, 1000, DType::f32);
+    const auto want64 = reductions<double>(Backend::threads, ring, c, 1000, DType::f64);
+    for (Backend b : {Backend::threads, Backend::processes}) {
+      for (CollectiveAlgorithm form : {ring, direct}) {
+        CAPTURE(backend_name(b));
+        CAPTURE(algorithm_name(form));
+        CHECK(reductions<float>(b, form, c, 1000, DType::f32) == want32);
+        CHECK(reductions<double>(b, form, c, 1000, DType::f64) == want64);
+      }
+    }
+  }
+}
+
+TEST_CASE("each backend runs its own form of the collectives unless the launch imposes one, and split keeps it") {
+  CHECK(default_collectives(Backend::threads) == CollectiveAlgorithm::direct);
+  CHECK(default_collectives(Backend::processes) == CollectiveAlgorithm::ring);
+  for (Backend b : {Backend::threads, Backend::processes}) {
+    for (std::optional<CollectiveAlgorithm> form :
+         {std::optional<CollectiveAlgorithm>{}, std::optional{CollectiveAlgorithm::ring},
+          std::optional{CollectiveAlgorithm::direct}}) {
+      LaunchOptions opt = test::options(b, 2);
+      opt.collectives = form;
+      const CollectiveAlgorithm want = form.value_or(default_collectives(b));
+      for (const RankOutcome& o : launch(opt, [](Communicator& comm) {
+             auto sub = comm.split(0, comm.rank());
+             return std::string(algorithm_name(dynamic_cast<P2pCommunicator&>(comm).algorithm())) + " " +
+                    algorithm_name(dynamic_cast<P2pCommunicator&>(*sub).algorithm());
+           }))
+        CHECK(o.result == std::string(algorithm_name(want)) + " " + algorithm_name(want));
+    }
+  }
 }

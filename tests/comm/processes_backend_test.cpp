@@ -53,6 +53,10 @@ TEST_CASE("processes: reduce_scatter leaves each rank the sum of its chunk over 
   }
 }
 
+TEST_CASE("processes: a receive with a fold lands op(message, own), whichever rank makes the pass") {
+  check_receive_with_fold(kB);
+}
+
 TEST_CASE("processes: all_to_all delivers chunk p of every rank to rank p") {
   for (int c : kRanks) {
     CAPTURE(c);

@@ -49,6 +49,10 @@ TEST_CASE("threads: reduce_scatter leaves each rank the sum of its chunk over al
   }
 }
 
+TEST_CASE("threads: a receive with a fold lands op(message, own), whichever rank makes the pass") {
+  check_receive_with_fold(kB);
+}
+
 TEST_CASE("threads: all_to_all delivers chunk p of every rank to rank p") {
   for (int c : kRanks) {
     CAPTURE(c);

@@ -2,11 +2,18 @@
 // whose header comment gives the algorithm and its cost. Terms: C ranks, n bytes per rank (one chunk).
 //
 //   ring_all_gather       C-1 steps, each rank sends and receives (C-1) n      busbw factor (C-1)/C
+//   direct_all_gather     1 round, the same bytes
 //   ring_reduce_scatter   C-1 steps, each rank sends and receives (C-1) n      busbw factor (C-1)/C
+//   direct_reduce_scatter C-1 dependent receives, the same bytes
 //   pairwise_all_to_all   C-1 steps, each rank sends and receives (C-1) n      busbw factor (C-1)/C
-//   ring_all_reduce       reduce-scatter + all-gather: 2 (C-1) steps, 2 (C-1)/C of the buffer each way,
+//   all_reduce            reduce-scatter + all-gather: 2 (C-1)/C of the buffer each way,
 //                                                                              busbw factor 2 (C-1)/C
 //   dissemination_barrier ceil(log2 C) rounds of empty messages
+// The ring forwards what a rank received at one step at the next: on links it keeps every link busy, but where
+// ranks share memory (the threads backend) each pass then reads data another core has just written, and the
+// direct forms, which read every message from its sender's untouched input, took about half the time
+// (docs/performance/comm.md). The processes backend streams messages through bounded rings of slots, where
+// the ring is the faster.
 // (busbw factors as nccl-tests defines them: busbw = algbw x factor, algbw = total buffer bytes / time.)
 #pragma once
 #include <cstddef>
@@ -29,17 +36,21 @@ struct Chunks {
 
 // recv[c] = rank c's chunk, for every c. Rank r's own chunk is read from `send` (may already sit at recv[r]).
 void ring_all_gather(const Port& port, const void* send, void* recv, const Chunks& chunks);
+void direct_all_gather(const Port& port, const void* send, void* recv, const Chunks& chunks);
 
 // recv = op over ranks of their chunk `rank()` of `send` (send holds all C chunks). `recv` may alias `send`'s
 // own chunk.
 void ring_reduce_scatter(const Port& port, const void* send, void* recv, const Chunks& chunks, DType dtype,
                          ReduceOp op);
+void direct_reduce_scatter(const Port& port, const void* send, void* recv, const Chunks& chunks, DType dtype,
+                           ReduceOp op);
 
 // recv[p] = rank p's chunk for this rank; send[p] goes to rank p.
 void pairwise_all_to_all(const Port& port, const void* send, void* recv, std::size_t bytes_per_rank);
 
 // recv[i] = op over ranks of send[i]; send may equal recv.
-void ring_all_reduce(const Port& port, const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op);
+void all_reduce(const Port& port, const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
+                CollectiveAlgorithm algorithm);
 
 void dissemination_barrier(const Port& port);
 

@@ -15,6 +15,10 @@ struct Port {
   int size() const { return comm.size(); }
   Pending send(const void* buf, std::size_t bytes, int peer) const { return comm.post_send(env, buf, bytes, peer); }
   Pending recv(void* buf, std::size_t bytes, int peer) const { return comm.post_recv(env, buf, bytes, peer); }
+  // Receive-and-reduce: buf = op(message, fold.own) (fold.hpp).
+  Pending recv_fold(void* buf, std::size_t bytes, int peer, const Fold& fold) const {
+    return comm.post_recv(env, buf, bytes, peer, fold);
+  }
 };
 
 }  // namespace cpsim::collectives

@@ -1,0 +1,24 @@
+#include "sim/comm/fold.hpp"
+
+#include <cstring>
+
+#include "sim/comm/collectives/reduce.hpp"
+
+namespace cpsim {
+
+void land(void* buf, const void* from, std::size_t offset, std::size_t n, const Fold* fold) {
+  if (n == 0) return;
+  auto* to = static_cast<std::byte*>(buf) + offset;
+  if (!fold) {
+    std::memcpy(to, from, n);
+    return;
+  }
+  const auto* own = static_cast<const std::byte*>(fold->own) + offset;
+  const std::size_t count = n / dtype_size(fold->dtype);
+  if (fold->own_first)
+    collectives::combine(to, own, from, count, fold->dtype, fold->op);
+  else
+    collectives::combine(to, from, own, count, fold->dtype, fold->op);
+}
+
+}  // namespace cpsim
