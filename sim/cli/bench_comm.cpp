@@ -15,7 +15,8 @@
 // --backend threads,processes,mpi (under `mpirun -np C`) puts the backends side by side in one table per
 // operation, same sizes, same run: see side_by_side() below and docs/mpi.md.
 // --collectives ring|direct imposes one form of all_gather and reduce_scatter on threads and processes (by
-// default each backend runs its own: threads direct, processes ring; docs/backends-threads-processes.md).
+// default each backend runs its own: threads direct, processes direct for small chunks and the ring for large
+// ones; docs/backends-threads-processes.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -355,7 +356,7 @@ int bench_comm(const std::vector<std::string>& args) {
       "maxbytes", po::value(&maxb), "largest size (64M)")("stepfactor", po::value(&step), "size multiplier (4)")(
       "collectives", po::value(&collectives),
       "ring | direct: the form of all_gather and reduce_scatter on threads and processes (default: each backend's "
-      "own, threads direct, processes ring)")("json", "print one JSON object instead of the tables");
+      "own)")("json", "print one JSON object instead of the tables");
   po::variables_map vm;
   if (!parse("bench comm", desc, args, vm)) return 0;
   const bool side = backend.find(',') != std::string::npos || backend == "mpi";  // side_by_side() above
@@ -381,7 +382,7 @@ int bench_comm(const std::vector<std::string>& args) {
   opt.ranks = ranks;
   opt.backend = b;
   opt.collectives = form;
-  const char* form_name = algorithm_name(form.value_or(default_collectives(b)));
+  const std::string form_name = form ? algorithm_name(*form) : "backend";
   std::vector<std::vector<Row>> table;
   for (Op op : kOps) {
     auto outcomes = launch(opt, [&](Communicator& comm) { return sweep(op, comm, sizes); });
@@ -457,7 +458,10 @@ int bench_comm(const std::vector<std::string>& args) {
 
   std::printf("# cpsim bench comm: backend %s, %d ranks; sizes %s..%s x%d; memcpy is single-thread, same run\n",
               backend.c_str(), ranks, human(lo).c_str(), human(hi).c_str(), step);
-  std::printf("# collectives: %s (%s)\n", form_name, form ? "imposed by --collectives" : "the backend's own");
+  if (form)
+    std::printf("# collectives: %s (imposed by --collectives)\n", form_name.c_str());
+  else
+    std::printf("# collectives: the backend's own forms (docs/backends-threads-processes.md)\n");
   for (std::size_t k = 0; k < table.size(); ++k) {
     std::printf("#\n# %s (busbw factor %.3g)\n", op_name(kOps[k]), bus_factor(kOps[k], ranks));
     std::printf("# %10s %12s %6s %10s %10s %10s %8s %10s %8s\n", "size", "count", "type", "time", "algbw", "busbw",

@@ -85,10 +85,6 @@ std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn) {
   throw UsageError("unknown backend");
 }
 
-CollectiveAlgorithm default_collectives(Backend b) {
-  return b == Backend::threads ? CollectiveAlgorithm::direct : CollectiveAlgorithm::ring;
-}
-
 RankFailure rank_failure(int rank, const std::string& what) {
   for (const std::string& prefix : {"rank " + std::to_string(rank) + ": ", "rank " + std::to_string(rank) + " "})
     if (what.rfind(prefix, 0) == 0) return RankFailure(rank, what.substr(prefix.size()));

@@ -32,14 +32,11 @@ struct LaunchOptions {
   // Every blocking wait gives up after this long and reports a likely deadlock (rank, operation, peer).
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
   bool tracing = false;
-  // The form of all_gather, reduce_scatter and all_reduce on the threads and processes backends; unset:
-  // default_collectives(backend). mpi uses MPI's own.
+  // The form of all_gather, reduce_scatter and all_reduce on the threads and processes backends; unset: the
+  // backend's own (threads direct; processes direct for small chunks, the ring for large ones:
+  // docs/backends-threads-processes.md). mpi uses MPI's own.
   std::optional<CollectiveAlgorithm> collectives;
 };
-
-// The form that suits a backend: direct where the ranks share one address space (threads), the ring where
-// messages stream through bounded shared-memory rings (processes). Measured: docs/performance/comm.md.
-CollectiveAlgorithm default_collectives(Backend b);
 
 struct RankOutcome {
   int rank = 0;

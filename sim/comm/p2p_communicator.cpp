@@ -66,14 +66,15 @@ void P2pCommunicator::do_sendrecv(const void* sendbuf, std::size_t send_bytes, i
 void P2pCommunicator::do_all_gather(const void* sendbuf, void* recvbuf, std::size_t bytes_per_rank) {
   const Port port{*this, next_collective(CollectiveKind::all_gather)};
   const Chunks chunks = Chunks::equal(size(), bytes_per_rank);
-  if (algorithm() == CollectiveAlgorithm::direct) return collectives::direct_all_gather(port, sendbuf, recvbuf, chunks);
+  if (algorithm(bytes_per_rank) == CollectiveAlgorithm::direct)
+    return collectives::direct_all_gather(port, sendbuf, recvbuf, chunks);
   collectives::ring_all_gather(port, sendbuf, recvbuf, chunks);
 }
 
 void P2pCommunicator::do_reduce_scatter(const void* sendbuf, void* recvbuf, std::size_t count_per_rank, DType dtype) {
   const Port port{*this, next_collective(CollectiveKind::reduce_scatter)};
   const Chunks chunks = Chunks::equal(size(), count_per_rank * dtype_size(dtype));
-  if (algorithm() == CollectiveAlgorithm::direct)
+  if (algorithm(chunks.largest()) == CollectiveAlgorithm::direct)
     return collectives::direct_reduce_scatter(port, sendbuf, recvbuf, chunks, dtype, ReduceOp::sum);
   collectives::ring_reduce_scatter(port, sendbuf, recvbuf, chunks, dtype, ReduceOp::sum);
 }
@@ -85,7 +86,7 @@ void P2pCommunicator::do_all_to_all(const void* sendbuf, void* recvbuf, std::siz
 
 void P2pCommunicator::do_all_reduce(const void* sendbuf, void* recvbuf, std::size_t count, DType dtype, ReduceOp op) {
   collectives::all_reduce(Port{*this, next_collective(CollectiveKind::all_reduce)}, sendbuf, recvbuf, count, dtype, op,
-                          algorithm());
+                          algorithm((count + size() - 1) / size() * dtype_size(dtype)));
 }
 
 void P2pCommunicator::do_barrier() {
@@ -118,7 +119,7 @@ std::unique_ptr<Communicator> P2pCommunicator::do_split(int color, int key) {
   std::uint64_t ctx = mix64(mix64(mix64(context_) ^ split_index) ^ static_cast<std::uint32_t>(color));
   if (ctx == kControlContext || ctx == kWorldContext) ctx += 2;
   std::unique_ptr<P2pCommunicator> sub = make_sub(new_rank, std::move(world), ctx);
-  sub->use(algorithm_);
+  sub->impose(imposed_);
   return sub;
 }
 

@@ -37,10 +37,13 @@ class P2pCommunicator : public Communicator {
   // Scratch memory for collectives (reduce-scatter's partial sums), kept between calls so that repeated
   // calls do not allocate.
   std::byte* scratch(std::size_t bytes);
-  // The form all_gather, reduce_scatter and all_reduce take (collectives.hpp): set by the launcher
-  // (LaunchOptions::collectives, default_collectives()); communicators made by split keep it.
-  CollectiveAlgorithm algorithm() const { return algorithm_; }
-  void use(CollectiveAlgorithm a) { algorithm_ = a; }
+  // The form all_gather, reduce_scatter and all_reduce take for chunks of this size (collectives.hpp): the
+  // backend's choice, unless the launch imposed one (LaunchOptions::collectives, `bench comm --collectives`).
+  // Communicators made by split keep what was imposed.
+  CollectiveAlgorithm algorithm(std::size_t chunk_bytes) const {
+    return imposed_ ? *imposed_ : backend_algorithm(chunk_bytes);
+  }
+  void impose(std::optional<CollectiveAlgorithm> a) { imposed_ = a; }
 
  protected:
   P2pCommunicator(int rank, int size, Recorder& rec, std::vector<int> world_ranks, std::uint64_t context);
@@ -49,6 +52,8 @@ class P2pCommunicator : public Communicator {
   virtual Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) = 0;
   virtual Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world,
                              std::optional<Fold> fold) = 0;
+  // The backend's choice of form for chunks of this size.
+  virtual CollectiveAlgorithm backend_algorithm(std::size_t chunk_bytes) const = 0;
   // A communicator of the same backend over the given world ranks, this rank being `rank` of them.
   virtual std::unique_ptr<P2pCommunicator> make_sub(int rank, std::vector<int> world_ranks, std::uint64_t context) = 0;
 
@@ -73,7 +78,7 @@ class P2pCommunicator : public Communicator {
   std::uint64_t collectives_ = 0;  // collective calls so far (the next one's sequence number)
   std::uint64_t splits_ = 0;       // split calls so far (part of the child's context id)
   std::vector<std::byte> scratch_;
-  CollectiveAlgorithm algorithm_ = CollectiveAlgorithm::ring;
+  std::optional<CollectiveAlgorithm> imposed_;
 };
 
 }  // namespace cpsim

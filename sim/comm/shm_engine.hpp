@@ -32,6 +32,7 @@ class ShmEngine {
   ShmEngine& operator=(const ShmEngine&) = delete;
 
   int me() const { return me_; }
+  const ShmWorld& world() const { return world_; }
   Pending send(const Envelope& env, const void* buf, std::size_t bytes, int dst);
   Pending recv(const Envelope& env, void* buf, std::size_t bytes, int src, std::optional<Fold> fold = {});
   // Moves whatever can move now. True when something moved.

@@ -18,6 +18,8 @@ class ThreadsCommunicator final : public P2pCommunicator {
         world_(std::move(world)),
         me_(world_ranks[rank]) {}
   std::string backend() const override { return "threads"; }
+  // Ranks in one address space: every message read from its sender's input (collectives.hpp).
+  CollectiveAlgorithm backend_algorithm(std::size_t) const override { return CollectiveAlgorithm::direct; }
 
  protected:
   Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) override {
@@ -48,7 +50,7 @@ std::vector<RankOutcome> launch_threads(const LaunchOptions& opt, const RankFn& 
     threads.emplace_back([&, r] {
       try {
         ThreadsCommunicator comm(world, r, out[r].stats, iota_ranks(c), kWorldContext);
-        comm.use(opt.collectives.value_or(default_collectives(Backend::threads)));
+        comm.impose(opt.collectives);
         out[r].result = fn(comm);
         world->finish(r);
       } catch (const Aborted&) {

@@ -135,22 +135,28 @@ TEST_CASE("ring and direct reductions give bit-identical sums, maxima and minima
   }
 }
 
+// The forms a communicator and a communicator split from it take for 1 KiB and 16 MiB chunks.
+std::string forms(Backend b, std::optional<CollectiveAlgorithm> imposed) {
+  LaunchOptions opt = test::options(b, 4);
+  opt.collectives = imposed;
+  const auto out = launch(opt, [](Communicator& comm) {
+    auto sub = comm.split(comm.rank() % 2, comm.rank());
+    std::string s;
+    for (Communicator* c : {&comm, sub.get()})
+      for (std::size_t chunk : {std::size_t{1} << 10, std::size_t{16} << 20})
+        s += std::string(algorithm_name(dynamic_cast<P2pCommunicator&>(*c).algorithm(chunk))) + " ";
+    return s;
+  });
+  for (const RankOutcome& o : out) CHECK(o.result == out[0].result);
+  return out[0].result;
+}
+
 TEST_CASE("each backend runs its own form of the collectives unless the launch imposes one, and split keeps it") {
-  CHECK(default_collectives(Backend::threads) == CollectiveAlgorithm::direct);
-  CHECK(default_collectives(Backend::processes) == CollectiveAlgorithm::ring);
+  using enum CollectiveAlgorithm;
+  CHECK(forms(Backend::threads, {}) == "direct direct direct direct ");
+  CHECK(forms(Backend::processes, {}) == "direct ring direct ring ");  // small chunks direct, large ones ring
   for (Backend b : {Backend::threads, Backend::processes}) {
-    for (std::optional<CollectiveAlgorithm> form :
-         {std::optional<CollectiveAlgorithm>{}, std::optional{CollectiveAlgorithm::ring},
-          std::optional{CollectiveAlgorithm::direct}}) {
-      LaunchOptions opt = test::options(b, 2);
-      opt.collectives = form;
-      const CollectiveAlgorithm want = form.value_or(default_collectives(b));
-      for (const RankOutcome& o : launch(opt, [](Communicator& comm) {
-             auto sub = comm.split(0, comm.rank());
-             return std::string(algorithm_name(dynamic_cast<P2pCommunicator&>(comm).algorithm())) + " " +
-                    algorithm_name(dynamic_cast<P2pCommunicator&>(*sub).algorithm());
-           }))
-        CHECK(o.result == std::string(algorithm_name(want)) + " " + algorithm_name(want));
-    }
+    CHECK(forms(b, ring) == "ring ring ring ring ");
+    CHECK(forms(b, direct) == "direct direct direct direct ");
   }
 }

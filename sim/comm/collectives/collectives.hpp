@@ -13,7 +13,7 @@
 // ranks share memory (the threads backend) each pass then reads data another core has just written, and the
 // direct forms, which read every message from its sender's untouched input, took about half the time
 // (docs/performance/comm.md). The processes backend streams messages through bounded rings of slots, where
-// the ring is the faster.
+// the ring is the faster for large chunks and the direct forms for small ones.
 // (busbw factors as nccl-tests defines them: busbw = algbw x factor, algbw = total buffer bytes / time.)
 #pragma once
 #include <cstddef>

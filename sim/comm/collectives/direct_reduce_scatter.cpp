@@ -1,4 +1,4 @@
-// Direct reduce-scatter, for ranks that share memory (threads).
+// Direct reduce-scatter: the threads backend's form, and the processes backend's for small chunks.
 //
 // Algorithm: rank r posts, all at once, chunk p of its input to every rank p != r. It then receives chunk r
 // of every other rank in ring order, folding each into its result as it arrives (a receive-and-reduce,
