@@ -18,7 +18,6 @@
 
 namespace cpsim {
 
-
 // A posted send or receive, waited with wait(p) below. Destroying one that is not done cancels it.
 using Pending = std::unique_ptr<Request::Impl>;
 inline void wait(Pending& p) {
@@ -39,7 +38,8 @@ class P2pCommunicator : public Communicator {
   std::byte* scratch(std::size_t bytes);
   // The form all_gather, reduce_scatter and all_reduce take for chunks of this size (collectives.hpp): the
   // backend's choice, unless the launch imposed one (LaunchOptions::collectives, `bench comm --collectives`).
-  // Communicators made by split keep what was imposed.
+  // Communicators made by split keep what was imposed. Every rank of a call derives the same form: the sizes
+  // of a call and the launch options are the same on all of them.
   CollectiveAlgorithm algorithm(std::size_t chunk_bytes) const {
     return imposed_ ? *imposed_ : backend_algorithm(chunk_bytes);
   }

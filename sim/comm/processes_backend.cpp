@@ -39,6 +39,8 @@ class ProcessCommunicator final : public P2pCommunicator {
   ProcessCommunicator(ShmEngine& engine, int rank, Recorder& rec, std::vector<int> world_ranks, std::uint64_t context)
       : P2pCommunicator(rank, static_cast<int>(world_ranks.size()), rec, world_ranks, context), engine_(engine) {}
   std::string backend() const override { return "processes"; }
+
+ protected:
   // Direct while C-1 messages at once stream through the rings without filling them (a chunk of at most a
   // quarter of a ring: 512 KiB at C = 4), where one round beats C-1 steps; the ring for larger chunks, where
   // one message per neighbour at a time keeps the rings flowing (measured: docs/performance/comm.md).
@@ -46,8 +48,6 @@ class ProcessCommunicator final : public P2pCommunicator {
     const std::size_t ring_bytes = ShmWorld::slots_per_ring(engine_.world().ranks()) * kSlotBytes;
     return chunk_bytes <= ring_bytes / 4 ? CollectiveAlgorithm::direct : CollectiveAlgorithm::ring;
   }
-
- protected:
   Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) override {
     return engine_.send(env, buf, bytes, peer_world);
   }

@@ -18,10 +18,10 @@ class ThreadsCommunicator final : public P2pCommunicator {
         world_(std::move(world)),
         me_(world_ranks[rank]) {}
   std::string backend() const override { return "threads"; }
-  // Ranks in one address space: every message read from its sender's input (collectives.hpp).
-  CollectiveAlgorithm backend_algorithm(std::size_t) const override { return CollectiveAlgorithm::direct; }
 
  protected:
+  // Ranks in one address space: every message read from its sender's input (collectives.hpp).
+  CollectiveAlgorithm backend_algorithm(std::size_t) const override { return CollectiveAlgorithm::direct; }
   Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) override {
     return world_->send(me_, env, buf, bytes, peer_world);
   }
