@@ -1,9 +1,11 @@
 // What the backends' launch functions share.
 #pragma once
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "sim/comm/launcher.hpp"
+#include "sim/core/bytes.hpp"
 
 namespace cpsim {
 
@@ -17,5 +19,14 @@ std::vector<int> iota_ranks(int n);
 // The outcomes of an in-process launch of n ranks, before they run: rank numbers set, each with a Recorder
 // (tracing as asked) whose clock starts at one shared epoch, so every rank's trace lines up.
 std::vector<RankOutcome> fresh_outcomes(int n, bool tracing);
+
+// A rank's outcome on its way to the launcher from another process (processes, mpi, nccl): its result, then
+// its Recorder; get_outcome reads back what put_outcome wrote.
+void put_outcome(ByteWriter& w, const std::string& result, const Recorder& rec);
+RankOutcome get_outcome(int rank, ByteReader& rd);
+
+// The value of the first of these environment variables that holds an integer in [0, 2^30) (a rank, a size,
+// as launchers such as mpirun and srun set them); -1 when none does.
+int env_int(std::initializer_list<const char*> names);
 
 }  // namespace cpsim

@@ -92,11 +92,15 @@ RankFailure rank_failure(int rank, const std::string& what) {
 }
 
 int launcher_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+  return env_int({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"});
+}
+
+int env_int(std::initializer_list<const char*> names) {
+  for (const char* name : names)
     if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
       char* end = nullptr;
-      const long r = std::strtol(v, &end, 10);
-      if (end != v && *end == '\0' && r >= 0 && r < (1L << 30)) return static_cast<int>(r);
+      const long x = std::strtol(v, &end, 10);
+      if (end != v && *end == '\0' && x >= 0 && x < (1L << 30)) return static_cast<int>(x);
     }
   return -1;
 }
@@ -137,6 +141,19 @@ std::vector<RankOutcome> fresh_outcomes(int n, bool tracing) {
     out[r].stats.set_epoch(epoch);
   }
   return out;
+}
+
+void put_outcome(ByteWriter& w, const std::string& result, const Recorder& rec) {
+  w.put(result);
+  rec.serialize(w);
+}
+
+RankOutcome get_outcome(int rank, ByteReader& rd) {
+  RankOutcome o;
+  o.rank = rank;
+  rd.get(o.result);
+  o.stats = Recorder::deserialize(rd);
+  return o;
 }
 
 }  // namespace cpsim

@@ -143,8 +143,7 @@ void flush_output() {
     world.ring_all();
     // The result and the counters go to the launcher (endpoint C): their size, then the bytes.
     ByteWriter w;
-    w.put(result);
-    rec.serialize(w);
+    put_outcome(w, result, rec);
     const std::string payload = w.take();
     const std::uint64_t n = payload.size();
     Pending size = engine.send(kResultEnvelope, &n, sizeof n, world.ranks());
@@ -317,9 +316,7 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
   std::vector<RankOutcome> out(c);
   for (int r = 0; r < c; ++r) {
     ByteReader reader(children[r].body);
-    out[r].rank = r;
-    reader.get(out[r].result);
-    out[r].stats = Recorder::deserialize(reader);
+    out[r] = get_outcome(r, reader);
   }
   return out;
 }

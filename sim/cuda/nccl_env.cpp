@@ -4,35 +4,22 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <thread>
 
+#include "sim/comm/launch_support.hpp"
 #include "sim/core/error.hpp"
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/nccl_comm.hpp"
 #include "sim/cuda/rank_gpu.hpp"
 
 namespace cpsim::cuda {
-namespace {
-
-int first_int(std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (const char* v = std::getenv(n); v != nullptr && *v != '\0') {
-      char* end = nullptr;
-      const long x = std::strtol(v, &end, 10);
-      if (end != v && *end == '\0' && x >= 0) return static_cast<int>(x);
-    }
-  return -1;
-}
-
-}  // namespace
 
 JobEnv job_env() {
   JobEnv e;
-  e.rank = first_int({"CPSIM_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"});
-  e.size = first_int({"CPSIM_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"});
+  e.rank = env_int({"CPSIM_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"});
+  e.size = env_int({"CPSIM_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"});
   e.local_rank =
-      first_int({"CPSIM_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"});
+      env_int({"CPSIM_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"});
   e.external = e.rank >= 0 && e.size > 1;
   return e;
 }

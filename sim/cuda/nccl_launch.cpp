@@ -109,8 +109,7 @@ void require_gpus(int ranks) {
     cuda::RankGpu::set_current(nullptr);
     ByteWriter w;
     w.put(kRecordOk);
-    w.put(result);
-    rec.serialize(w);
+    put_outcome(w, result, rec);
     write_all(fd, w.take());
   } catch (const Stopped& e) {
     ByteWriter w;
@@ -266,9 +265,7 @@ std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& f
       throw rank_failure(r, children[r].reaped ? death_text(children[r].status) : "sent no result");
     ByteReader rd(children[r].record);
     rd.get<char>();
-    out[r].rank = r;
-    rd.get(out[r].result);
-    out[r].stats = Recorder::deserialize(rd);
+    out[r] = get_outcome(r, rd);
   }
   return out;
 }
@@ -299,16 +296,11 @@ std::vector<RankOutcome> launch_external(const LaunchOptions& opt, const RankFn&
     cuda::NcclCommunicator world(comm, env.rank, opt.ranks, rec, iota_ranks(opt.ranks), gpu);
     std::string result = fn(world);
     ByteWriter w;
-    w.put(result);
-    rec.serialize(w);
+    put_outcome(w, result, rec);
     const std::vector<std::string> all = cuda::gather_to_rank0(world, w.take());
     for (int r = 0; r < static_cast<int>(all.size()); ++r) {
       ByteReader rd(all[r]);
-      RankOutcome o;
-      o.rank = r;
-      rd.get(o.result);
-      o.stats = Recorder::deserialize(rd);
-      out.push_back(std::move(o));
+      out.push_back(get_outcome(r, rd));
     }
   }
   cuda::RankGpu::set_current(nullptr);

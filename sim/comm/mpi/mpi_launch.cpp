@@ -122,8 +122,7 @@ std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn) 
     // STEP 4: the rank's work.
     const std::string result = fn(world);
     ByteWriter w;
-    w.put(result);
-    rec.serialize(w);
+    put_outcome(w, result, rec);
     payloads = gather_to_rank0(comm, rank, size, w.take(), *dog);
   } catch (const UsageError& e) {
     abort_job(rank, e.what(), 2);
@@ -135,11 +134,7 @@ std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn) 
   std::vector<RankOutcome> out;
   for (int r = 0; r < static_cast<int>(payloads.size()); ++r) {
     ByteReader rd(payloads[r]);
-    RankOutcome o;
-    o.rank = r;
-    rd.get(o.result);
-    o.stats = Recorder::deserialize(rd);
-    out.push_back(std::move(o));
+    out.push_back(get_outcome(r, rd));
   }
   return out;
 }

@@ -3,23 +3,12 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <initializer_list>
 
-#include "sim/comm/launcher.hpp"
+#include "sim/comm/launch_support.hpp"
 #include "sim/core/error.hpp"
 
 namespace cpsim::mpi {
 namespace {
-
-int env_int(std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (const char* v = std::getenv(n); v != nullptr && *v != '\0') {
-      char* end = nullptr;
-      const long x = std::strtol(v, &end, 10);
-      if (end != v && *end == '\0' && x >= 0 && x <= INT_MAX) return static_cast<int>(x);
-    }
-  return -1;
-}
 
 void finalize_at_exit() {
   int finalized = 0;
