@@ -314,9 +314,10 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
   std::printf("# cpsim bench comm: %s side by side, %d ranks; sizes %s..%s x%d\n", list.c_str(), ranks,
               human(sizes.front()).c_str(), human(sizes.back()).c_str(), step);
   if (with_mpi)
-    std::printf("# mpi: the %d processes of this mpirun job; threads, processes: launched by rank 0 while the job's "
-                "other processes wait idle\n",
-                ranks);
+    std::printf(
+        "# mpi: the %d processes of this mpirun job; threads, processes: launched by rank 0 while the job's "
+        "other processes wait idle\n",
+        ranks);
   std::printf("# time: the slowest rank's mean per call, best of %d runs; busbw = size / time x factor (nccl-tests)\n",
               kRuns);
   if (form) std::printf("# collectives: %s on threads and processes (imposed)\n", algorithm_name(*form));

@@ -146,8 +146,7 @@ int bench_strategies(const std::vector<std::string>& args) {
   desc.add_options()("seqs", po::value(&seqs)->default_value(seqs), "sequence lengths to sweep (K = 1024)")(
       "strategies", po::value(&strategies)->default_value(strategies), "comma-separated strategies")(
       "reps", po::value(&reps)->default_value(reps),
-      "timed runs per point after one untimed warm-up run; the best is reported")(
-      "json", "print one JSON object")(
+      "timed runs per point after one untimed warm-up run; the best is reported")("json", "print one JSON object")(
       "trace", "also measure what recording a trace costs: each run untraced and traced, best of 3 each");
   po::variables_map vm;
   if (!parse("bench strategies", desc, args, vm)) return 0;
@@ -211,7 +210,7 @@ int bench_strategies(const std::vector<std::string>& args) {
     for (std::size_t n = 0; n < kinds.size(); ++n, ++idx) {
       const RunConfig& c = configs[idx];
       progress << "[bench strategies] S=" << S << ": " << strategy_name(c.strategy) << " (" << n + 1 << "/"
-                << kinds.size() << ")...\n";
+               << kinds.size() << ")...\n";
       RunResult r = run(c);  // warm-up: the first run in a process faults its memory in
       const Timing t = best_of(reps, [&] {
         r = run(c);
@@ -232,7 +231,7 @@ int bench_strategies(const std::vector<std::string>& args) {
       j.key("max_pairs_per_rank").value(pairs).key("max_bytes_sent_per_rank").value(sent);
       if (trace) {
         progress << "[bench strategies] S=" << S << ": " << strategy_name(c.strategy) << ", untraced and traced x"
-                  << kTraceReps << "...\n";
+                 << kTraceReps << "...\n";
         const TraceCost m = measure_trace(c);
         // Measured: best traced against best untraced. Estimated: what the busiest rank spent recording events.
         const double overhead = 100 * (m.on_ms - m.off_ms) / m.off_ms;

@@ -3,8 +3,8 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <iostream>
+#include <sstream>
 
 #include "sim/core/error.hpp"
 
@@ -78,7 +78,8 @@ std::string read_compare_trace(const std::string& path) {
   const std::string text =
       read_input("compare", path, "name a trace written by cpsim run --trace or cpsim predict --trace");
   if (text.find("\"traceEvents\"") == std::string::npos || text.find("\"otherData\"") == std::string::npos)
-    throw UsageError("--compare " + path + " is not a cpsim trace; write one with cpsim run --trace FILE or "
+    throw UsageError("--compare " + path +
+                     " is not a cpsim trace; write one with cpsim run --trace FILE or "
                      "cpsim predict --trace FILE");
   return text;
 }

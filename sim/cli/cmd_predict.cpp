@@ -211,11 +211,13 @@ int cmd_predict(const std::vector<std::string>& args) {
       ("full", "attention without the causal mask")                                                                  //
       ("forward-only", "model the forward pass only")                                                                //
       ("json", "print one JSON object")                                                                              //
-      ("trace", po::value(&trace_path), "one length, one strategy: write the modeled timeline as a trace (it opens "
-                                        "in visualizer/index.html like a measured one)")                            //
+      ("trace", po::value(&trace_path),
+       "one length, one strategy: write the modeled timeline as a trace (it opens "
+       "in visualizer/index.html like a measured one)")                                                               //
       ("html", po::value(&html_path), "one length, one strategy: write the visualizer with the modeled run inlined")  //
-      ("compare", po::value(&compare_path), "with --html: also inline this trace (a measured run's `cpsim run "
-                                            "--trace`); its timeline is drawn under the modeled one");
+      ("compare", po::value(&compare_path),
+       "with --html: also inline this trace (a measured run's `cpsim run "
+       "--trace`); its timeline is drawn under the modeled one");
   po::variables_map vm;
   if (!parse("predict", desc, args, vm)) return 0;
   check_output("trace", trace_path);
@@ -285,8 +287,10 @@ int cmd_predict(const std::vector<std::string>& args) {
     if (!trace_path.empty()) write_trace(trace_path, r);
     if (!html_path.empty()) write_html(html_path, r, "", compare);
     if (!vm.count("json")) {
-      if (!trace_path.empty()) std::cout << "\nWrote the modeled trace to " << trace_path << " (open it in visualizer/index.html)\n";
-      if (!html_path.empty()) std::cout << "\nWrote the visualizer page to " << html_path << " (open it in a browser)\n";
+      if (!trace_path.empty())
+        std::cout << "\nWrote the modeled trace to " << trace_path << " (open it in visualizer/index.html)\n";
+      if (!html_path.empty())
+        std::cout << "\nWrote the visualizer page to " << html_path << " (open it in a browser)\n";
     }
   }
   return 0;

@@ -32,7 +32,6 @@ void dump(const std::string& dir, const RunResult& r) {
   }
 }
 
-
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description desc("cpsim run: context-parallel attention on simulated ranks, checked against one process");
   ProblemOptions opts;
@@ -41,12 +40,16 @@ int cmd_run(const std::vector<std::string>& args) {
   desc.add_options()("check", "compare with the single-process f64 reference; exit 1 when it fails")(
       "json", "print one JSON object instead of the tables")(
       "dump", po::value(&dump_dir), "write inputs and outputs as NumPy .npy files into this folder")(
-      "trace", po::value(&trace_path), "write every rank's compute, communication and idle time to this file "
+      "trace", po::value(&trace_path),
+      "write every rank's compute, communication and idle time to this file "
       "(Chrome trace JSON: opens in visualizer/index.html, Perfetto, chrome://tracing)")(
-      "html", po::value(&html_path), "write the visualizer with this run inlined: one HTML file that opens with a "
-      "double-click")("bench-json", po::value(&bench_path), "with --html: also inline this output of "
-      "`cpsim bench strategies --json` (the benchmark charts)")(
-      "compare", po::value(&compare_path), "with --html: also inline this trace (`cpsim run --trace` or `cpsim "
+      "html", po::value(&html_path),
+      "write the visualizer with this run inlined: one HTML file that opens with a "
+      "double-click")("bench-json", po::value(&bench_path),
+                      "with --html: also inline this output of "
+                      "`cpsim bench strategies --json` (the benchmark charts)")(
+      "compare", po::value(&compare_path),
+      "with --html: also inline this trace (`cpsim run --trace` or `cpsim "
       "predict --trace`); its timeline is drawn under this run's");
   po::variables_map vm;
   if (!parse("run", desc, args, vm)) return 0;
@@ -61,7 +64,8 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!compare_path.empty() && html_path.empty()) throw UsageError("--compare goes into the page; add --html FILE");
   const std::string compare = compare_path.empty() ? "" : read_compare_trace(compare_path);
   const std::string bench =
-      bench_path.empty() ? "" : read_input("bench-json", bench_path, "name the output of cpsim bench strategies --json");
+      bench_path.empty() ? ""
+                         : read_input("bench-json", bench_path, "name the output of cpsim bench strategies --json");
   if (!html_path.empty()) visualizer_dir();  // the page's files must be there before the run starts
   cfg.tracing = !trace_path.empty() || !html_path.empty();
 

@@ -18,10 +18,11 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o) {
       "head-dim,D", po::value(&o.head_dim)->default_value(o.head_dim), "head dim D")(
       "dtype", po::value(&o.dtype)->default_value(o.dtype), "f32 | f64 (GPU backends: bf16 | f32)")(
       "full", "attention without the causal mask")(
-      "backend", po::value(&o.backend)->default_value(o.backend), "threads | processes | mpi (under mpirun -np C; MPI builds) | cuda-threads | nccl (CUDA builds)")(
-      "backward", "run the backward pass too")(
-      "seed", po::value(&o.seed)->default_value(o.seed), "seed of the inputs")(
-      "timeout", po::value(&o.timeout_s)->default_value(o.timeout_s), "seconds any rank may wait before a deadlock is reported");
+      "backend", po::value(&o.backend)->default_value(o.backend),
+      "threads | processes | mpi (under mpirun -np C; MPI builds) | cuda-threads | nccl (CUDA builds)")(
+      "backward", "run the backward pass too")("seed", po::value(&o.seed)->default_value(o.seed), "seed of the inputs")(
+      "timeout", po::value(&o.timeout_s)->default_value(o.timeout_s),
+      "seconds any rank may wait before a deadlock is reported");
 }
 
 RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm) {

@@ -3,10 +3,12 @@
 // A fold is receive-and-reduce: buf[i] = op(message[i], own[i]), where own is memory the receiving rank owns
 // (its own contribution, or the partial result buf itself), or op(own[i], message[i]) with own_first: the
 // order of the operands is kept exactly, so that every algorithm can reproduce one order of operations bit
-// for bit (max(+0, -0) is +0 but max(-0, +0) is -0). The arithmetic happens while the message arrives, so a reduce-scatter step passes
-// over its data once (read the message and own, write buf: 3n bytes of memory traffic for an n-byte message)
-// instead of twice (copy the message, 2n; then combine it with own, 3n). NCCL's ring reduce-scatter kernel
-// fuses the same way: its middle steps are recvReduceSend (NVIDIA/nccl, src/device/reduce_scatter.h).
+// for bit (max(+0, -0) is +0 but max(-0, +0) is -0).
+//
+// The arithmetic happens while the message arrives, so a reduce-scatter step passes over its data once (read
+// the message and own, write buf: 3n bytes of memory traffic for an n-byte message) instead of twice (copy
+// the message, 2n; then combine it with own, 3n). NCCL's ring reduce-scatter kernel fuses the same way: its
+// middle steps are recvReduceSend (NVIDIA/nccl, src/device/reduce_scatter.h).
 #pragma once
 #include <cstddef>
 

@@ -15,8 +15,8 @@ namespace cpsim {
 
 #ifdef CPSIM_HAVE_MPI
 std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn);  // sim/comm/mpi
-void mpi_run_on_rank0(const std::function<void()>& fn);                              // sim/comm/mpi
-void mpi_broadcast_from_rank0(std::string& bytes);                                   // sim/comm/mpi
+void mpi_run_on_rank0(const std::function<void()>& fn);                           // sim/comm/mpi
+void mpi_broadcast_from_rank0(std::string& bytes);                                // sim/comm/mpi
 #endif
 
 namespace {

@@ -15,9 +15,9 @@ struct ShmEngine::Op {
   int peer = 0;  // destination endpoint (send) or source rank (receive)
   std::byte* buf = nullptr;
   std::size_t bytes = 0;
-  std::size_t moved = 0;  // bytes streamed out (send)
+  std::size_t moved = 0;     // bytes streamed out (send)
   std::optional<Fold> fold;  // receive-and-reduce: buf = op(message, fold->own)
-  bool started = false;   // first chunk written (send)
+  bool started = false;      // first chunk written (send)
   enum class State { active, done, failed, cancelled } state = State::active;
   std::string error;
 };

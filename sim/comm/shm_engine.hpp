@@ -6,7 +6,8 @@
 //   drain: a message's first chunk is matched to the oldest posted receive of the same stream; without one
 //          the message is kept in a private buffer (unexpected; reused from call to call) until a receive takes
 //          it. Chunks are copied out of the slot into the receive buffer (or that buffer) and the slot freed at
-//          once; a receive with a fold (fold.hpp) combines each chunk with its own data on the way instead. A receive drains its source's ring as it is posted, so a message waiting there streams straight
+//          once; a receive with a fold (fold.hpp) combines each chunk with its own data on the way instead.
+//          A receive drains its source's ring as it is posted, so a message waiting there streams straight
 //          into it.
 //   wait:  progress; if nothing can move, spin briefly, then sleep on this endpoint's doorbell. A wait fails
 //          when the run is aborted, when its peer is gone, or after the timeout (likely deadlock).

@@ -6,8 +6,8 @@
 #include <limits>
 
 #include "sim/cuda/cuda_check.hpp"
-#include "sim/kernels/view_checks.hpp"
 #include "sim/cuda/tile_counts.hpp"
+#include "sim/kernels/view_checks.hpp"
 
 namespace cpsim::cuda {
 namespace {

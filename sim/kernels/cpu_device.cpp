@@ -5,10 +5,10 @@
 #include <initializer_list>
 
 #include "sim/core/error.hpp"
-#include "sim/kernels/view_checks.hpp"
 #include "sim/kernels/host_pool.hpp"
 #include "sim/kernels/merge.hpp"
 #include "sim/kernels/tiled.hpp"
+#include "sim/kernels/view_checks.hpp"
 
 namespace cpsim {
 namespace {

@@ -15,7 +15,7 @@
 
 namespace cpsim::host_pool {
 
-inline constexpr std::size_t kAlign = 64;                   // one cache line, and Eigen's widest packet
+inline constexpr std::size_t kAlign = 64;                             // one cache line, and Eigen's widest packet
 inline constexpr std::size_t kMaxCachedBytes = std::size_t{2} << 30;  // 2 GiB
 
 // A block of at least `bytes` bytes (rounded up to kAlign), contents unspecified; nullptr when out of memory.

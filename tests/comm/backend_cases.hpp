@@ -203,7 +203,9 @@ inline void check_receive_with_fold(Backend b) {
     DType dtype;
     ReduceOp op;
   };
-  const Kind kinds[] = {{DType::f32, ReduceOp::sum}, {DType::f64, ReduceOp::max}, {DType::i64, ReduceOp::min},
+  const Kind kinds[] = {{DType::f32, ReduceOp::sum},
+                        {DType::f64, ReduceOp::max},
+                        {DType::i64, ReduceOp::min},
                         {DType::bf16, ReduceOp::sum}};
   const std::size_t counts[] = {0, 7, kThreadsEagerBytes / 2 + 1, 3 * kSlotBytes / 8 + 5,
                                 kSlotBytes * kMaxSlotsPerRing / 4 + 3};

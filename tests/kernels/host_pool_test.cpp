@@ -1,11 +1,12 @@
 // The host pool: blocks given back are handed out again for the same size, aligned, and the cache is bounded.
+#include "sim/kernels/host_pool.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <cstring>
 
 #include "device_util.hpp"
-#include "sim/kernels/host_pool.hpp"
 
 using namespace cpsim;
 
