@@ -11,6 +11,8 @@
 //   memcpy single-thread memcpy of one chunk, same run, cycling through as much memory as the call touches on
 //          all ranks together (their send and receive buffers), so caches help it as much as they help the
 //          ranks; bus/mem = busbw / memcpy.
+//   ceiling under each table with chunks >= 1 MiB: bus/mem of the same copies done with no messages at all
+//          (bench_comm_ceiling.hpp); the goal lines give its range over the rows the bandwidth goal covers.
 //
 // --backend threads,processes,mpi (under `mpirun -np C`) puts the backends side by side in one table per
 // operation, same sizes, same run: see side_by_side() below and docs/mpi.md.
@@ -37,7 +39,7 @@ namespace cpsim::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-enum class Op { sendrecv, all_gather, reduce_scatter, all_to_all };
+using Op = CommOp;  // bench_comm_ceiling.hpp
 const Op kOps[] = {Op::sendrecv, Op::all_gather, Op::reduce_scatter, Op::all_to_all};
 
 const char* op_name(Op op) {
@@ -193,7 +195,7 @@ double memcpy_gbps(std::size_t bytes, std::size_t working_set) {
 struct Row {
   std::size_t size = 0, chunk_bytes = 0;
   double us = 0, algbw = 0, busbw = 0, memcpy = 0;
-  double ceiling = 0;  // C threads copying at once / memcpy (bench_comm_ceiling.hpp); 0: not measured
+  double ceiling = 0;  // busbw of the bare copies / memcpy (bench_comm_ceiling.hpp); 0: not measured
   std::int64_t wrong = 0;
 };
 
@@ -406,8 +408,10 @@ int bench_comm(const std::vector<std::string>& args) {
       row.algbw = static_cast<double>(row.size) / (row.us * 1e-6) / 1e9;
       row.busbw = row.algbw * bus_factor(op, ranks);
       row.memcpy = memcpy_gbps(row.chunk_bytes, footprint(op, row.chunk_bytes, ranks));
-      if (row.chunk_bytes >= CommGoals::kRatioFromChunk)
-        row.ceiling = parallel_memcpy_gbps(row.chunk_bytes, footprint(op, row.chunk_bytes, ranks), ranks) / row.memcpy;
+      if (row.chunk_bytes >= CommGoals::kRatioFromChunk) {
+        const double bare_us = bare_call_us(op, row.chunk_bytes, ranks, iterations(row.size));
+        row.ceiling = static_cast<double>(row.size) / (bare_us * 1e-6) / 1e9 * bus_factor(op, ranks) / row.memcpy;
+      }
     }
     table.push_back(std::move(rows));
   }
@@ -417,7 +421,8 @@ int bench_comm(const std::vector<std::string>& args) {
   std::vector<GoalRow> goal_rows;
   for (std::size_t k = 0; k < table.size(); ++k)
     for (const Row& row : table[k])
-      goal_rows.push_back(GoalRow{kOps[k] == Op::sendrecv, row.size, row.chunk_bytes, row.us, row.busbw, row.memcpy});
+      goal_rows.push_back(
+          GoalRow{kOps[k] == Op::sendrecv, row.size, row.chunk_bytes, row.us, row.busbw, row.memcpy, row.ceiling});
   const CommGoals goals = evaluate_comm_goals(goal_rows, b == Backend::threads);
   const double latency_goal_us = goals.latency_goal_us;
   const double worst_ratio = goals.worst_ratio.value_or(0), latency_1k = goals.latency_1k.value_or(-1);
@@ -452,7 +457,14 @@ int bench_comm(const std::vector<std::string>& args) {
       j.value(latency_1k);
     else
       j.null();
-    j.key("sendrecv_1KiB_goal_us").value(latency_goal_us).end_object().end_object();
+    j.key("sendrecv_1KiB_goal_us").value(latency_goal_us);
+    if (goals.rows_with_ceiling > 0) {
+      j.key("ceiling_over_memcpy_low").value(*goals.ceiling_low).key("ceiling_over_memcpy_high");
+      j.value(*goals.ceiling_high).key("rows_with_ceiling").value(goals.rows_with_ceiling);
+      j.key("rows_where_ceiling_meets_goal").value(goals.ceiling_meets_goal);
+      j.key("busbw_over_ceiling_min").value(*goals.worst_of_ceiling);
+    }
+    j.end_object().end_object();
     std::cout << j.str() << "\n";
     return 0;
   }
@@ -473,10 +485,10 @@ int bench_comm(const std::vector<std::string>& args) {
       std::printf("  %10zu %12zu %6s %10.2f %10.2f %10.2f %8lld %10.2f %8.2f\n", row.size, row.size / 4, "float",
                   row.us, row.algbw, row.busbw, static_cast<long long>(row.wrong), row.memcpy, row.busbw / row.memcpy);
     }
-    bool first = true;  // the ceiling: every rank copying at once, no messages (bench_comm_ceiling.hpp)
+    bool first = true;  // the ceiling: the call's copies alone, no messages (bench_comm_ceiling.hpp)
     for (const Row& row : table[k]) {
       if (row.ceiling <= 0) continue;
-      if (first) std::printf("# ceiling, %d threads copying at once (bus/mem at most):", ranks);
+      if (first) std::printf("# ceiling, the same copies on %d threads with no messages (bus/mem):", ranks);
       std::printf(" %s %.2f", human(row.size).c_str(), row.ceiling);
       first = false;
     }
@@ -487,6 +499,13 @@ int bench_comm(const std::vector<std::string>& args) {
     std::printf("lowest %.2f (%s)\n", worst_ratio, goals.ratio_met() ? "met" : "not met");
   else
     std::printf("no such size in this sweep\n");
+  if (goals.rows_with_ceiling > 0) {
+    std::printf(
+        "#   the ceiling at those sizes: lowest %.2f, highest %.2f, >= 0.50 in %d of %d; busbw / ceiling: lowest "
+        "%.2f\n",
+        *goals.ceiling_low, *goals.ceiling_high, goals.ceiling_meets_goal, goals.rows_with_ceiling,
+        *goals.worst_of_ceiling);
+  }
   std::printf("# goal: ring sendrecv at 1 KiB under %.0f us: ", latency_goal_us);
   if (latency_1k >= 0)
     std::printf("%.2f us (%s)\n", latency_1k, goals.latency_met() ? "met" : "not met");

@@ -37,3 +37,27 @@ TEST_CASE("bench comm goals: met exactly at 0.50; the latency goal is strict; ab
   CHECK_FALSE(none.ratio_met());
   CHECK_FALSE(none.latency_met());
 }
+
+TEST_CASE("bench comm goals: the ceiling's range, the rows it meets the goal in, and busbw against it") {
+  const std::vector<GoalRow> rows = {
+      {true, 1 << 20, 1 << 20, 100, 10, 40, 0.5},   // 0.25 of memcpy, half the ceiling; the ceiling meets 0.5
+      {false, 4 << 20, 1 << 20, 200, 12, 40, 0.4},  // 0.30 of memcpy, 0.75 of the ceiling
+      {false, 16 << 20, 4 << 20, 800, 8, 40, 0},    // no ceiling measured: in the goal, not in the ceiling
+      {false, 1 << 20, 256 << 10, 90, 1, 40, 0.3},  // a 256 KiB chunk: in neither
+  };
+  const CommGoals g = evaluate_comm_goals(rows, true);
+  REQUIRE(g.worst_ratio);
+  CHECK(*g.worst_ratio == doctest::Approx(0.2));
+  CHECK(g.rows_with_ceiling == 2);
+  CHECK(g.ceiling_meets_goal == 1);
+  REQUIRE(g.ceiling_low);
+  CHECK(*g.ceiling_low == doctest::Approx(0.4));
+  CHECK(*g.ceiling_high == doctest::Approx(0.5));
+  REQUIRE(g.worst_of_ceiling);
+  CHECK(*g.worst_of_ceiling == doctest::Approx(0.5));
+
+  const CommGoals none = evaluate_comm_goals({{false, 4 << 20, 1 << 20, 100, 20, 40}}, true);
+  CHECK(none.rows_with_ceiling == 0);
+  CHECK_FALSE(none.ceiling_low);
+  CHECK_FALSE(none.worst_of_ceiling);
+}
