@@ -62,7 +62,3 @@ TEST_CASE("the bare copies of each operation leave every rank's output as the op
     }
   }
 }
-
-TEST_CASE("the bare copies are timed: a positive mean per call") {
-  CHECK(bare_call_us(CommOp::all_gather, 4096, 3, 5) > 0);
-}

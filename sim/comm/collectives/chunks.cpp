@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 
 #include "sim/comm/collectives/collectives.hpp"
 
@@ -25,6 +26,10 @@ Chunks Chunks::balanced(int c, std::size_t count, std::size_t elem) {
     at += n;
   }
   return ch;
+}
+
+void Chunks::place_own(const void* send, void* recv, int r) const {
+  if (at(recv, r) != send && bytes[r] > 0) std::memcpy(at(recv, r), send, bytes[r]);
 }
 
 std::size_t Chunks::largest() const {

@@ -9,7 +9,6 @@
 //
 // Cost: one round; each rank sends (C-1) n and receives (C-1) n bytes, the same bytes and messages as the
 // ring. algbw = C n / time; busbw = algbw x (C-1)/C (nccl-tests).
-#include <cstring>
 #include <vector>
 
 #include "sim/comm/collectives/collectives.hpp"
@@ -18,9 +17,8 @@ namespace cpsim::collectives {
 
 void direct_all_gather(const Port& port, const void* send, void* recv, const Chunks& chunks) {
   const int c = port.size(), r = port.rank();
-  auto* out = static_cast<std::byte*>(recv);
-  auto at = [&](int chunk) { return out + chunks.offset[chunk]; };
-  if (at(r) != send && chunks.bytes[r] > 0) std::memcpy(at(r), send, chunks.bytes[r]);
+  auto at = [&](int chunk) { return chunks.at(recv, chunk); };
+  chunks.place_own(send, recv, r);
   std::vector<Pending> pending;
   pending.reserve(2 * static_cast<std::size_t>(c));
   for (int s = 1; s < c; ++s) {

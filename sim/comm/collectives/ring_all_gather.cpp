@@ -8,7 +8,6 @@
 //
 // Cost: C-1 steps of one chunk each way; each rank sends (C-1) n and receives (C-1) n bytes.
 // algbw = C n / time; busbw = algbw x (C-1)/C (nccl-tests), i.e. the bytes each rank moves per second.
-#include <cstring>
 
 #include "sim/comm/collectives/collectives.hpp"
 
@@ -16,9 +15,8 @@ namespace cpsim::collectives {
 
 void ring_all_gather(const Port& port, const void* send, void* recv, const Chunks& chunks) {
   const int c = port.size(), r = port.rank();
-  auto* out = static_cast<std::byte*>(recv);
-  auto at = [&](int chunk) { return out + chunks.offset[chunk]; };
-  if (at(r) != send && chunks.bytes[r] > 0) std::memcpy(at(r), send, chunks.bytes[r]);
+  auto at = [&](int chunk) { return chunks.at(recv, chunk); };
+  chunks.place_own(send, recv, r);
   const int next = (r + 1) % c, prev = (r - 1 + c) % c;
   for (int s = 0; s < c - 1; ++s) {
     const int out_chunk = (r - s + c) % c, in_chunk = (r - s - 1 + 2 * c) % c;
