@@ -54,14 +54,14 @@ int run_lesson(int argc, char** argv) {
     if (f.phase != "forward") continue;
     std::string line = "  " + lesson::pad(std::to_string(f.step), 4);
     for (const RankStep& rs : f.ranks) {
-      const int owner = L.owner(rs.kv_held.front().lo);
+      const int owner = L.owner(rs.kv_read.front().lo);
       lesson::expect(owner == ((rs.rank - f.step) % C + C) % C, "at step i rank r holds the K/V of rank r - i");
       line += "  " + lesson::pad(std::to_string(owner), 6);
     }
     lesson::row(line);
   }
   std::cout << "\n";
-  if (!o.step)
+  if (!o.last_run_replayed)
     for (const StepFrame& f : frames)
       if (f.phase == "forward") std::cout << format_frame(f, r) << "\n";
   lesson::say(

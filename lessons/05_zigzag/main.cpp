@@ -68,7 +68,7 @@ int run_lesson(int argc, char** argv) {
       "  o > r: upper, Q[h1] x KV[h0,h1 of o] (only the late half sees o)");
   const RunResult r = lesson::run_and_step(o.config, o);
   const auto frames = step_frames(r);
-  if (!o.step)
+  if (!o.last_run_replayed)
     for (const StepFrame& f : frames)
       if (f.phase == "forward") std::cout << format_frame(f, r) << "\n";
 
@@ -92,7 +92,7 @@ int run_lesson(int argc, char** argv) {
     for (const StepFrame& f : frames)
       if (f.phase == "forward")
         for (const BlockDone& b : f.ranks[static_cast<std::size_t>(rk.rank)].blocks) kinds[block_kind_name(b.kind)]++;
-    lesson::expect(kinds["lower"] == rk.rank && kinds["upper"] == C - 1 - rk.rank, "r lower steps, C-1-r upper");
+    lesson::expect(kinds["half-kv"] == rk.rank && kinds["half-q"] == C - 1 - rk.rank, "r half-kv steps, C-1-r half-q");
     std::string ks;
     for (const auto& [k, n] : kinds) ks += (ks.empty() ? "" : " ") + k + " " + std::to_string(n);
     std::cout << ks << "\n";

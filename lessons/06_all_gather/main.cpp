@@ -70,7 +70,7 @@ int run_lesson(int argc, char** argv) {
   lesson::banner(2, "each local query chunk attends to its prefix");
   const RunResult r = lesson::run_and_step(o.config, o);
   for (const StepFrame& f : step_frames(r))
-    if (f.phase == "forward" && f.step == 1 && !o.step) std::cout << format_frame(f, r) << "\n";
+    if (f.phase == "forward" && f.step == 1 && !o.last_run_replayed) std::cout << format_frame(f, r) << "\n";
   lesson::say(
       "A query chunk c needs keys 0 .. c only, so it is computed against the prefix that ends with it: "
       "the mask's diagonal lands on the prefix's last chunk, the result is final, and no merge is needed.");

@@ -63,7 +63,7 @@ int run_lesson(int argc, char** argv) {
       for (const BlockDone& b : rs.blocks) q.insert(q.end(), b.q.begin(), b.q.end());
       lesson::expect(inside(q, L, rs.rank), "dQ is computed on the query's own rank");
       std::cout << "  " << lesson::pad(std::to_string(rs.rank), 6) << lesson::pad(chunk_names(q, L, 'q'), 15)
-                << chunk_names(rs.kv_held, L, 'k') << "\n";
+                << chunk_names(rs.kv_read, L, 'k') << "\n";
     }
   }
   std::cout << "\n";
@@ -85,7 +85,7 @@ int run_lesson(int argc, char** argv) {
     if (f.phase != "backward") continue;
     std::string line = "  " + lesson::pad(std::to_string(f.step), 4);
     for (const RankStep& rs : f.ranks) {
-      const int owner = L.owner(rs.kv_held.front().lo);
+      const int owner = L.owner(rs.kv_read.front().lo);
       lesson::expect(owner == (rs.rank + 1 + f.step) % C, "backward step i holds the K/V of rank r + 1 + i");
       for (const BlockDone& b : rs.blocks) lesson::expect(inside(b.q, L, rs.rank), "dQ stays on its rank");
       line += "  " + lesson::pad(std::to_string(owner), 6);

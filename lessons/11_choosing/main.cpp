@@ -102,9 +102,9 @@ int run_lesson(int argc, char** argv) {
     RunConfig c = o.config;
     c.strategy = v.kind;
     c.problem.sharding = v.sharding;
-    c.tracing = o.step;
     validate(c.problem, v.kind);
-    results.push_back(lesson::run_and_step(c, o));
+    // Not replayed with --step (35 frames): lessons 2-8 step through each strategy; here --step pauses at STEPs.
+    results.push_back(lesson::run_and_step(c, o, false));
     const RunResult& r = results.back();
     std::vector<double> pairs;
     std::int64_t sent = 0, peak = 0;

@@ -8,6 +8,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "lessons/common/stepping.hpp"
+#include "lessons/common/terminal.hpp"
 #include "sim/core/error.hpp"
 #include "sim/runtime/mpi_runs.hpp"
 #include "sim/runtime/report.hpp"
@@ -36,7 +38,7 @@ bool parse_options(int argc, char** argv, const std::string& title, unsigned fla
   add(kSharding, "sharding", &sharding, "zigzag | contiguous");
   add(kBackend, "backend", &backend, "threads | processes | mpi (under mpirun -np C)");
   if (flags & kStep)
-    desc.add_options()("step", "pause at every step (Enter: next, q: quit); no pause without a terminal")(
+    desc.add_options()("step", "pause at every STEP and every step of a run (a key: next, q: stop); needs a terminal")(
         "trace", po::value(&o.trace_file), "write each run's trace (Chrome trace JSON) to this file");
   desc.add_options()("help,h", "show this help");
   po::variables_map vm;
@@ -65,6 +67,7 @@ bool parse_options(int argc, char** argv, const std::string& title, unsigned fla
     lead_runs();
   }
   o.step = vm.count("step") > 0;
+  if (o.step) stepping().start(stdin_is_terminal(), read_key, std::cout);
   require(p.ranks >= 1, "--ranks must be at least 1", "use --ranks 4");
   return true;
 }
@@ -116,7 +119,17 @@ void title(const std::string& text) {
 }
 
 void banner(int step, const std::string& text) {
+  stepping().pause();
   std::cout << "STEP " << step << ": " << text << "\n\n";
+}
+
+void shape(const RunConfig& c, const std::string& note) {
+  const Problem& p = c.problem;
+  say("Shape: B=" + std::to_string(p.batch) + " S=" + std::to_string(p.seq) + " Nq=" + std::to_string(p.heads) +
+      " Nkv=" + std::to_string(p.kv_heads) + " D=" + std::to_string(p.head_dim) + ", C=" + std::to_string(p.ranks) +
+      " ranks, " + std::string(sharding_name(p.sharding)) + " sharding, " + std::string(backend_name(c.backend)) +
+      " backend" +
+      (note.empty() ? "" : "; " + note) + " (--help lists the flags that change it).");
 }
 
 void say(const std::string& paragraph) {
@@ -168,9 +181,10 @@ void expect(bool ok, const std::string& what) {
   if (!ok) throw Error("lesson check failed: " + what);
 }
 
-RunResult run_and_step(RunConfig config, const Options& o) {
+RunResult run_and_step(RunConfig config, const Options& o, bool replay) {
   config.check = true;
-  config.tracing = config.tracing || o.step || !o.trace_file.empty();
+  replay = replay && stepping().active();
+  config.tracing = config.tracing || replay || !o.trace_file.empty();
   RunResult r = run(config);
   if (!o.trace_file.empty()) {
     std::filesystem::path path(o.trace_file);
@@ -179,11 +193,11 @@ RunResult run_and_step(RunConfig config, const Options& o) {
     write_trace(path, r);
     std::cout << "Wrote the trace of the " << strategy_name(config.strategy) << " run to " << path.string() << "\n\n";
   }
-  if (o.step) {
-    const bool tty = stdin_is_terminal();
+  o.last_run_replayed = replay;
+  if (replay) {
     std::cout << "Stepping through the " << strategy_name(config.strategy) << " run"
-              << (tty ? " (Enter: next step, q: quit):\n" : " (no terminal: straight through):\n");
-    step_through(r, std::cin, std::cout, tty);
+              << (stepping().interactive() ? " (a key: next, q: stop stepping):\n" : " (no terminal: straight through):\n");
+    step_through(r, std::cout, [] { return stepping().pause(); });
     std::cout << "\n";
   }
   return r;

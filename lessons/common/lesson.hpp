@@ -23,7 +23,7 @@ enum Flag : unsigned {
   kBatch = 1u << 5,
   kSharding = 1u << 6,
   kBackend = 1u << 7,
-  kStep = 1u << 8,  // --step: replay the run one step at a time; also --trace FILE
+  kStep = 1u << 8,  // --step: pause at every STEP and replay each run step by step (stepping.hpp); --trace FILE
   kShape = kRanks | kSeq | kHeads | kKvHeads | kHeadDim | kBatch | kBackend,
 };
 
@@ -32,6 +32,7 @@ struct Options {
   bool step = false;       // --step given
   std::string trace_file;  // --trace FILE given: every run of the lesson writes its trace
   mutable int traces_written = 0;
+  mutable bool last_run_replayed = false;  // run_and_step replayed its run step by step (the lesson need not print it)
 };
 
 // Parses argv into o; o.config holds the lesson's defaults on entry. Only the flags in `flags` are accepted.
@@ -43,7 +44,9 @@ int guarded(const char* lesson, const std::function<int()>& body);
 
 // Narration.
 void title(const std::string& text);             // the lesson's first line, underlined
-void banner(int step, const std::string& text);  // "STEP n: text"
+void banner(int step, const std::string& text);  // "STEP n: text"; with --step it pauses first
+// "Shape: B=1 S=16 Nq=2 Nkv=2 D=8, C=4 ranks, contiguous sharding, threads backend (...)", printed after the title.
+void shape(const RunConfig& c, const std::string& note = "");
 void say(const std::string& paragraph);          // wrapped to 78 columns, blank line after
 std::string wrap(const std::string& paragraph, int width = 78, const std::string& indent = "");
 std::string indent(const std::string& text, const std::string& prefix);  // every line prefixed, spacing kept
@@ -59,9 +62,10 @@ void row(std::string line);                                              // prin
 void expect(bool ok, const std::string& what);
 
 // Runs the configuration (checked against the reference, traced when stepping or writing a trace).
-// With --step the run is replayed one step at a time (pausing only when stdin is a terminal). With --trace FILE
-// the first run's trace goes to FILE, later runs' to FILE with ".2", ".3", ... before its extension.
-RunResult run_and_step(RunConfig config, const Options& o);
+// While stepping (and with `replay`) the run is replayed one step at a time, pausing after every page (only when
+// stdin is a terminal); o.last_run_replayed says whether it was. With --trace FILE the first run's trace goes to
+// FILE, later runs' to FILE with ".2", ".3", ... before its extension.
+RunResult run_and_step(RunConfig config, const Options& o, bool replay = true);
 
 // Per-rank verdicts on the rows each rank owns: "rank 2: CORRECT" or "rank 2: ERROR (max abs error 3.1e-01 ...)",
 // one per line; with a label ("ring"), after the label and as many per line as fit in 80 columns.

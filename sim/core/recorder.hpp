@@ -19,9 +19,11 @@ namespace cpsim {
 class ByteWriter;
 class ByteReader;
 
-// The sub-block an attention call covers (the seed's ring rule, reference-facts.md):
+// The sub-block an attention call covers (Transformer Engine's zigzag ring rule, reference-facts.md), and the
+// name it is shown by (block_kind_name):
 //   diagonal: a causal block on the diagonal (partly masked), full: wholly visible,
-//   lower: both local Q halves x the first K/V half, upper: the second Q half x both K/V halves,
+//   lower, "half-kv": both local Q chunks x the owner's early K/V chunk (an owner before this rank),
+//   upper, "half-q": the late local Q chunk x both of the owner's K/V chunks (an owner after this rank),
 //   skipped: wholly masked, nothing computed.
 enum class BlockKind : std::uint8_t { diagonal, lower, upper, full, skipped };
 const char* block_kind_name(BlockKind k);

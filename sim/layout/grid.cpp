@@ -49,4 +49,15 @@ std::string draw_grid(const Grid& grid) {
   return out;
 }
 
+std::string grid_legend(const std::string& role, bool blanks, const std::string& indent) {
+  auto pad = [](std::string s, std::size_t w) {
+    if (s.size() < w) s.append(w - s.size(), ' ');
+    return s;
+  };
+  std::string first = indent + "legend: " + pad("r = rank r " + role, 33) + "r\\ = on the diagonal, partly masked";
+  std::string second = indent + "        . = masked (keys after queries)";
+  if (blanks) second = indent + "        " + pad(". = masked (keys after queries)", 33) + "blank = visible, not computed now";
+  return first + "\n" + second + "\n";
+}
+
 }  // namespace cpsim

@@ -1,6 +1,7 @@
 // A causal grid drawn in the terminal, at chunk granularity: rows are query chunks, columns key chunks.
-// Each cell shows the rank that computes it ("3" for a full block, "3\" for a diagonal, partly masked block),
-// "." for a masked block and " " for a visible block nobody computes at the step shown.
+// Each cell shows a rank ("3" for a wholly visible block, "3\" for a block on the diagonal, partly masked), "."
+// for a masked block and " " for a visible block nobody computes at the step shown. grid_legend says so in words,
+// under the grid.
 //
 //          k0 k1 k2 k3
 //     q0   0\ .  .  .
@@ -23,4 +24,9 @@ using Grid = std::vector<std::vector<GridCell>>;  // [query chunk][key chunk]
 Grid owner_grid(const SeqLayout& L);
 std::string draw_grid(const Grid& grid);
 
+// The legend printed under a grid, two lines starting with `indent`. `role` says what a cell's rank does with the
+// block ("computes the block", "owns the query chunk"); `blanks`: the grid can hold visible cells nobody computes.
+//   legend: r = rank r computes the block    r\ = on the diagonal, partly masked
+//           . = masked (keys after queries)  blank = visible, not computed now
+std::string grid_legend(const std::string& role, bool blanks, const std::string& indent = "  ");
 }  // namespace cpsim
