@@ -88,11 +88,9 @@ int run_lesson(int argc, char** argv) {
                                       {"hybrid", StrategyKind::hybrid, Sharding::zigzag}};
 
   lesson::title("Lesson 11: how to choose");
-  lesson::say("The same attention (B=" + std::to_string(p.batch) + ", S=" + std::to_string(p.seq) +
-              ", Nq=" + std::to_string(p.heads) + ", Nkv=" + std::to_string(p.kv_heads) +
-              ", D=" + std::to_string(p.head_dim) + ", forward and backward) on C=" + std::to_string(C) +
-              " ranks, every strategy, measured by the "
-              "same Recorder.");
+  lesson::shape(o.config, "forward and backward; ring contig runs on contiguous shards");
+  lesson::say("The same attention on C=" + std::to_string(C) +
+              " ranks with every strategy, each rank counting its work, bytes and memory the same way.");
 
   lesson::banner(1, "work, bytes and memory per rank");
   std::vector<RunResult> results;
@@ -122,6 +120,9 @@ int run_lesson(int argc, char** argv) {
               << lesson::pad(lesson::fixed(imbalance(pairs), 2), 10) << lesson::pad(lesson::bytes(sent), 12)
               << lesson::bytes(peak) << "\n";
   }
+  std::cout << "  pairs max: the most visible pairs on one rank, x heads x batch, forward and\n"
+               "  backward; max/mean: that over the ranks' mean (1.00: balanced); sent and peak:\n"
+               "  the most any rank sent and held\n";
   std::cout << "\n  Calls on rank 0 (split: the hybrid setting up its two sub-communicators):\n";
   for (const std::string& line : call_lines) std::cout << line << "\n";
   std::cout << "\n";
@@ -177,8 +178,8 @@ int run_lesson(int argc, char** argv) {
   lesson::banner(4, "the answer changes with the machine: one node, then two");
   lesson::say(
       "The counts above carry over to real machines; the times do not. cpsim predict (docs/model.md) runs "
-      "the same strategy code on a counting device and replays it on a model of H100s: the seed blog's "
-      "shape (64 heads of 128, bf16, zigzag), forward and backward. First one node of 8 GPUs, every "
+      "the same strategy code on a counting device and replays it on a model of H100s, on the benchmark shape "
+      "of the blog post On Context Parallelism (64 heads of 128, bf16, zigzag), forward and backward. First one node of 8 GPUs, every "
       "link NVLink; then 16 GPUs on two such nodes joined by InfiniBand (h100-ib):");
   const model::PredictTable one = predicted_table("h100-sxm-8", 8, {"ulysses", "ring", "hybrid:2", "hybrid:4"});
   const model::PredictTable two = predicted_table("h100-ib", 16, {"ulysses", "ring", "hybrid:8", "hybrid:4"});

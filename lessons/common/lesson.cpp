@@ -125,11 +125,11 @@ void banner(int step, const std::string& text) {
 
 void shape(const RunConfig& c, const std::string& note) {
   const Problem& p = c.problem;
-  say("Shape: B=" + std::to_string(p.batch) + " S=" + std::to_string(p.seq) + " Nq=" + std::to_string(p.heads) +
-      " Nkv=" + std::to_string(p.kv_heads) + " D=" + std::to_string(p.head_dim) + ", C=" + std::to_string(p.ranks) +
-      " ranks, " + std::string(sharding_name(p.sharding)) + " sharding, " + std::string(backend_name(c.backend)) +
-      " backend" +
-      (note.empty() ? "" : "; " + note) + " (--help lists the flags that change it).");
+  std::cout << "Shape: B=" << p.batch << " S=" << p.seq << " Nq=" << p.heads << " Nkv=" << p.kv_heads
+            << " D=" << p.head_dim << ", C=" << p.ranks << " ranks, " << sharding_name(p.sharding) << " sharding, "
+            << backend_name(c.backend) << " backend\n"
+            << wrap("(" + (note.empty() ? "" : note + "; ") + "--help lists the flags that change it)", 78, "       ")
+            << "\n";
 }
 
 void say(const std::string& paragraph) {
