@@ -10,14 +10,12 @@
 //         size c, every later step 2c^2; the ranks together cover the causal S(S+1)/2 per (batch, head)
 //      c. no masked waste after step 0: the rows x keys of a step's attention calls are all visible pairs
 //      d. communication: C-1 K/V blocks sent per rank, no collective calls
+#include "exercises/common/judge.hpp"
+
 #include <cmath>
-#include <cstdio>
-#include <iostream>
 #include <optional>
-#include <sstream>
 
 #include "exercises/zigzag_ring/exercise.hpp"
-#include "lessons/common/lesson.hpp"
 #include "sim/core/bytes.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/reference.hpp"
@@ -31,35 +29,10 @@ using namespace cpsim;
 
 namespace {
 
-constexpr double kTolerance = 1e-10;
-
-struct Case {
-  int C;
-  std::int64_t S, B, Nq, Nkv, D;
-  double sharpen;  // scale = sharpen / sqrt(D)
-  std::string name() const {
-    std::ostringstream os;
-    os << "C=" << C << " S=" << S << " B=" << B << " Nq=" << Nq << " Nkv=" << Nkv << " D=" << D;
-    if (sharpen != 1) os << ", scores x" << sharpen;
-    return os.str();
-  }
-};
-
-struct Failure {
-  std::string what, expected, actual, hint;
-};
-
-std::string num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
-std::string ints(const std::vector<int>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
+using judge::Case;
+using judge::Failure;
+using judge::kTolerance;
+using judge::num;
 
 // 1. The chunk order.
 std::optional<Failure> check_chunks() {
@@ -68,7 +41,7 @@ std::optional<Failure> check_chunks() {
     for (int r = 0; r < C; ++r) {
       const std::vector<int> want = L.chunks(r), got = exercise::zigzag_chunks(r, C);
       if (got != want)
-        return Failure{"C=" + std::to_string(C) + ", rank " + std::to_string(r), ints(want), ints(got),
+        return Failure{"C=" + std::to_string(C) + ", rank " + std::to_string(r), judge::ints(want), judge::ints(got),
                        "cut the sequence into 2C chunks; rank r owns one early chunk, r, and one late chunk, "
                        "2C-1-r, early first (lesson 5)"};
     }
@@ -91,24 +64,17 @@ std::vector<RankRun> run_case(const Case& c, const GlobalTensors& in, double sca
   auto outcomes = launch(lo, [&](Communicator& comm) {
     CpuDevice dev(comm.recorder());
     const int r = comm.rank();
-    auto upload = [&](const std::vector<double>& global, std::int64_t n, const char* name) {
-      const auto rows = shard(L, global, c.B, n * c.D, r);
-      Buffer b = dev.alloc({c.B, s, n, c.D}, DType::f64, Layout::bsnd, name);
-      dev.upload(b, rows.data());
-      return b;
-    };
-    const Buffer q = upload(in.q, c.Nq, "q"), k = upload(in.k, c.Nkv, "k"), v = upload(in.v, c.Nkv, "v");
+    const Buffer q = judge::upload_rows(dev, L, in.q, c.B, c.Nq, c.D, r, "q"),
+                 k = judge::upload_rows(dev, L, in.k, c.B, c.Nkv, c.D, r, "k"),
+                 v = judge::upload_rows(dev, L, in.v, c.B, c.Nkv, c.D, r, "v");
     const Buffer out = dev.alloc(q.dims(), DType::f64, Layout::bsnd, "out");
     const Buffer lse = dev.alloc({c.B, s, c.Nq, 1}, DType::f64, Layout::bns, "lse");
     comm.recorder().begin_phase("forward");
     exercise::zigzag_ring_forward(comm, dev, L, q, k, v, out, lse, scale);
     comm.recorder().end_phase();
-    std::vector<double> o(static_cast<std::size_t>(out.numel())), l(static_cast<std::size_t>(lse.numel()));
-    dev.download(out, o.data());
-    dev.download(lse, l.data());
     ByteWriter w;
-    w.put(o);
-    w.put(l);
+    w.put(judge::download(dev, out));
+    w.put(judge::download(dev, lse));
     return w.take();
   });
   std::vector<RankRun> runs;
@@ -143,17 +109,12 @@ std::optional<Failure> check_values(const Case& c, const std::vector<RankRun>& r
   for (int r = 0; r < c.C; ++r) {
     const Positions pos = L.positions(r);
     const RankRun& rr = runs[static_cast<std::size_t>(r)];
+    if (const auto m = judge::first_mismatch(rr.out, ref.out, L, r, c.B, c.Nq, c.D))
+      return Failure{"out, rank " + std::to_string(r) + ", " + m->where, num(m->want), num(m->got),
+                     hint_for_row(c, m->row, t)};
     for (std::int64_t b = 0; b < c.B; ++b)
       for (std::int64_t i = 0; i < s; ++i)
         for (std::int64_t h = 0; h < c.Nq; ++h) {
-          for (std::int64_t d = 0; d < c.D; ++d) {
-            const double got = rr.out[static_cast<std::size_t>(((b * s + i) * c.Nq + h) * c.D + d)];
-            const double want = ref.out[static_cast<std::size_t>(((b * c.S + pos[i]) * c.Nq + h) * c.D + d)];
-            if (!(std::abs(got - want) <= kTolerance))
-              return Failure{"out, rank " + std::to_string(r) + ", batch " + std::to_string(b) + ", position " +
-                                 std::to_string(pos[i]) + ", head " + std::to_string(h) + ", dim " + std::to_string(d),
-                             num(want), num(got), hint_for_row(c, i, t)};
-          }
           const double got = rr.lse[static_cast<std::size_t>((b * c.Nq + h) * s + i)];
           const double want = ref.lse[static_cast<std::size_t>((b * c.Nq + h) * c.S + pos[i])];
           if (!(std::abs(got - want) <= kTolerance))
@@ -229,16 +190,8 @@ std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& r
 }
 
 std::optional<Failure> judge_case(const Case& c) {
-  RunConfig cfg;
-  cfg.problem.ranks = c.C;
-  cfg.problem.seq = c.S;
-  cfg.problem.batch = c.B;
-  cfg.problem.heads = c.Nq;
-  cfg.problem.kv_heads = c.Nkv;
-  cfg.problem.head_dim = c.D;
-  cfg.seed = 11 + static_cast<std::uint64_t>(c.C);
-  const GlobalTensors in = make_inputs(cfg);
-  const double scale = c.sharpen / std::sqrt(static_cast<double>(c.D));
+  const GlobalTensors in = make_inputs(c.config());
+  const double scale = c.scale();
   const Positions all = iota_positions(0, c.S);
   const RefForward ref = reference_forward(in.q, in.k, in.v, {c.B, c.S, c.S, c.Nq, c.Nkv, c.D}, all, all, true, scale);
   std::vector<RankRun> runs;
@@ -256,29 +209,10 @@ std::optional<Failure> judge_case(const Case& c) {
 }  // namespace
 
 int main() {
-  std::cout << "Judging zigzag_ring: " << CPSIM_JUDGED_FILE << "\n";
   const std::vector<Case> cases{{1, 8, 1, 2, 2, 4, 1},  {2, 8, 1, 2, 2, 4, 1},  {4, 16, 1, 2, 2, 4, 1},
                                 {3, 24, 1, 1, 1, 4, 1}, {4, 32, 2, 4, 2, 8, 1}, {4, 16, 1, 2, 2, 4, 30},
                                 {8, 32, 1, 1, 1, 4, 1}};
-  int passed = 0;
-  const int checks = 1 + static_cast<int>(cases.size());
-  auto report = [&](const std::string& name, const std::optional<Failure>& f) {
-    if (!f) {
-      std::cout << "  ok    " << name << "\n";
-      ++passed;
-      return true;
-    }
-    std::cout << "  FAIL  " << name << "\n"
-              << "        " << f->what << "\n"
-              << "        expected " << f->expected << "\n"
-              << "        actual   " << f->actual << "\n"
-              << lesson::wrap("hint: " + f->hint, 78, "        ") << passed << " of " << checks
-              << " checks passed; fix the first failure and judge again.\n";
-    return false;
-  };
-  if (!report("chunk order, C = 1, 2, 3, 4, 8", check_chunks())) return 1;
-  for (const Case& c : cases)
-    if (!report(c.name(), judge_case(c))) return 1;
-  std::cout << "All " << checks << " checks passed: zigzag ring attention, balanced step by step.\n";
-  return 0;
+  std::vector<judge::NamedCheck> checks{{"chunk order, C = 1, 2, 3, 4, 8", check_chunks}};
+  for (const Case& c : cases) checks.push_back({c.name(), [c] { return judge_case(c); }});
+  return judge::run_checks("zigzag_ring", CPSIM_JUDGED_FILE, checks, "zigzag ring attention, balanced step by step.");
 }

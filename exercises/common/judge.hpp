@@ -1,0 +1,68 @@
+// What the exercises' judges share: the shapes they run, a failure with its hint, the report, and rank rows.
+//
+// A judge is a list of named checks run in order; it stops at the first failure and prints it as
+//   FAIL  <check>
+//         <what failed>
+//         expected <value>
+//         actual   <value>
+//         hint: <what to look at, and the lesson that shows it>
+//   n of m checks passed; fix the first failure and judge again.
+// Exit code: 0 every check passed, 1 a check failed.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/kernels/device.hpp"
+#include "sim/layout/layout.hpp"
+#include "sim/runtime/run.hpp"
+
+namespace cpsim::judge {
+
+inline constexpr double kTolerance = 1e-10;  // max abs error against the f64 reference
+
+struct Case {
+  int C;
+  std::int64_t S, B, Nq, Nkv, D;
+  double sharpen;            // scale = sharpen / sqrt(D): x30 makes large logits
+  std::string name() const;  // "C=4 S=16 B=1 Nq=2 Nkv=2 D=4, scores x30"
+  double scale() const;
+  RunConfig config() const;  // the shape, zigzag, seeded per C (inputs from make_inputs)
+};
+
+struct Failure {
+  std::string what, expected, actual, hint;
+};
+
+using Check = std::function<std::optional<Failure>()>;
+
+struct NamedCheck {
+  std::string name;
+  Check check;
+};
+
+// Prints "Judging <exercise>: <file>", runs the checks in order and reports; returns the exit code.
+int run_checks(const std::string& exercise, const std::string& file, const std::vector<NamedCheck>& checks,
+               const std::string& success);
+
+std::string num(double v);                    // "%.10g"
+std::string ints(const std::vector<int>& v);  // "[0, 3]"
+
+// Rank `rank`'s rows of a global [B, S, n, D] tensor, uploaded as a [B, s, n, D] buffer.
+Buffer upload_rows(Device& dev, const SeqLayout& L, const std::vector<double>& global, std::int64_t B, std::int64_t n,
+                   std::int64_t D, int rank, const char* name);
+std::vector<double> download(Device& dev, const Buffer& b);
+
+// The first element of a rank's rows of a [B, s, n, D] tensor farther than kTolerance from the global reference
+// [B, S, n, D]: "batch b, position p, head h, dim d" with both values. nullopt when all are close.
+struct Mismatch {
+  std::string where;
+  double want, got;
+  std::int64_t row;  // the local row
+};
+std::optional<Mismatch> first_mismatch(const std::vector<double>& got, const std::vector<double>& want,
+                                       const SeqLayout& L, int rank, std::int64_t B, std::int64_t n, std::int64_t D);
+
+}  // namespace cpsim::judge
