@@ -131,7 +131,7 @@ int run_lesson(int argc, char** argv) {
   const std::int64_t H = p.heads * p.head_dim;
 
   lesson::title("Lesson 1: what splits along the sequence, and what does not");
-  lesson::shape(o.config);
+  lesson::shape(o.config.problem);
   lesson::say(
       "A Transformer layer is mostly per-token work: normalisation, projections, the MLP, the loss. "
       "Context parallelism cuts the sequence into shards, one per rank. Which of these computations "

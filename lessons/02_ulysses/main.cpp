@@ -127,7 +127,7 @@ int run_lesson(int argc, char** argv) {
   const int C = p.ranks;
 
   lesson::title("Lesson 2: Ulysses, an all-to-all from sequence sharding to head sharding");
-  lesson::shape(o.config);
+  lesson::shape(o.config.problem);
   lesson::say(
       "Attention heads never look at each other. Ulysses uses that: an all-to-all turns 'a slice of "
       "the sequence, every head' into 'the whole sequence, a slice of the heads', one for each of q, k and "
@@ -161,10 +161,10 @@ int run_lesson(int argc, char** argv) {
   std::cout << "Shapes on every rank, [B, S, N, D], from the buffers the exchanges returned:\n"
             << "  q      " << to_string(e0.q_before, Layout::bsnd) << " -> " << to_string(e0.q_after, Layout::bsnd)
             << "\n"
-            << "  k, v   " << to_string(e0.kv_before, Layout::bsnd) << " -> "
-            << to_string(e0.kv_after, Layout::bsnd) << "\n"
-            << "  out    " << to_string(e0.out_before, Layout::bsnd) << " -> "
-            << to_string(e0.out_after, Layout::bsnd) << "   (after attention, the inverse)\n"
+            << "  k, v   " << to_string(e0.kv_before, Layout::bsnd) << " -> " << to_string(e0.kv_after, Layout::bsnd)
+            << "\n"
+            << "  out    " << to_string(e0.out_before, Layout::bsnd) << " -> " << to_string(e0.out_after, Layout::bsnd)
+            << "   (after attention, the inverse)\n"
             << "  that is [B, S/C, N, D] -> [B, S, N/C, D], and back for the output.\n\n";
 
   lesson::banner(3, "the ulysses strategy: four all-to-alls forward");

@@ -34,7 +34,7 @@ int run_lesson(int argc, char** argv) {
   const int C = p.ranks;
 
   lesson::title("Lesson 3: ring attention over contiguous chunks");
-  lesson::shape(o.config);
+  lesson::shape(o.config.problem);
   lesson::say(
       "Ring attention leaves the heads alone. Each rank keeps its queries; the key/value blocks travel "
       "around a ring, rank r sending to r+1 and receiving from r-1. After C steps every query block has "

@@ -5,9 +5,9 @@
 // number of the merge by hand beside it, shows the two scale factors summing to 1, the -inf case, and why the
 // merge is written as max + log1p(exp(min - max)). It ends with a ring run, which merges this way at every step,
 // and follows one query row of it step by step: its out and lse after each merge, converging to the reference.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <algorithm>
 #include <iostream>
 
 #include "lessons/common/lesson.hpp"
@@ -119,8 +119,7 @@ std::vector<RowStep> trace_row(const Problem& p, const GlobalTensors& in, const 
     RowStep st{owner, static_cast<std::int64_t>(keys.size()), -INFINITY, 0, 0, 0, 0};
     if (!keys.empty()) {
       const auto n = static_cast<std::int64_t>(keys.size());
-      dev.attention_forward(View(q), {pos}, View(upload(n, kh)), View(upload(n, vh)), keys, View(tile),
-                            View(tile_lse));
+      dev.attention_forward(View(q), {pos}, View(upload(n, kh)), View(upload(n, vh)), keys, View(tile), View(tile_lse));
       dev.download(tile_lse, &st.block_lse);
       dev.merge(View(out), View(lse), View(tile), View(tile_lse));
     }
@@ -151,7 +150,7 @@ int run_lesson(int argc, char** argv) {
   validate(p, StrategyKind::ring);
 
   lesson::title("Lesson 4: merging partial attention by its log-sum-exp");
-  lesson::shape(o.config, "the worked example below is one query and four keys");
+  lesson::shape(o.config.problem, "the worked example below is one query and four keys");
   lesson::say(
       "A ring step gives each query the attention over one block of keys only: an output normalised "
       "within that block, and the block's log-sum-exp lse = log(sum_j exp(s_j)), the log of its total "

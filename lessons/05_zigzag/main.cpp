@@ -40,7 +40,7 @@ int run_lesson(int argc, char** argv) {
   const std::int64_t t = Z.chunk_len(), BN = p.batch * p.heads;
 
   lesson::title("Lesson 5: zigzag sharding, the same work for every rank at every step");
-  lesson::shape(o.config, "2C = " + std::to_string(2 * C) + " chunks of t = " + std::to_string(t) + " tokens");
+  lesson::shape(o.config.problem, "2C = " + std::to_string(2 * C) + " chunks of t = " + std::to_string(t) + " tokens");
   lesson::say(
       "Cut the sequence into 2C chunks of t tokens. Under the causal mask a query chunk c sees c whole key "
       "chunks and about half of its own (the diagonal block): c + 1/2 t x t blocks of work. Contiguous "
@@ -58,10 +58,11 @@ int run_lesson(int argc, char** argv) {
             << "              blocks per rank " << lesson::list(zb) << ", max/mean " << lesson::fixed(imbalance(zb), 2)
             << "\n\n";
   lesson::expect(imbalance(zb) == 1.0, "zigzag is balanced");
-  lesson::say("Lesson 3 counted the same contiguous case in ring blocks computed, a rank's queries against one "
-              "rank's keys: " +
-              lesson::list(std::vector<std::int64_t>(kr.begin(), kr.end())) +
-              ". Same work, another unit: a ring block is 2t x 2t, four t x t blocks (two on the diagonal).");
+  lesson::say(
+      "Lesson 3 counted the same contiguous case in ring blocks computed, a rank's queries against one "
+      "rank's keys: " +
+      lesson::list(std::vector<std::int64_t>(kr.begin(), kr.end())) +
+      ". Same work, another unit: a ring block is 2t x 2t, four t x t blocks (two on the diagonal).");
   lesson::say(
       "Rank r's two chunks cost r + 1/2 and (2C-1-r) + 1/2: always 2C blocks together. The causal grid "
       "(rows: query chunks, columns: key chunks):");

@@ -48,7 +48,7 @@ int run_lesson(int argc, char** argv) {
   const std::int64_t t = L.chunk_len();
 
   lesson::title("Lesson 6: K/V all-gather");
-  lesson::shape(o.config, "forward and backward");
+  lesson::shape(o.config.problem, "forward and backward");
   lesson::say(
       "Each rank keeps its queries and gathers the keys and values of every rank, then computes "
       "ordinary attention for its own queries against the whole sequence. Simple, but every rank "
@@ -111,11 +111,10 @@ int run_lesson(int argc, char** argv) {
               << lesson::bytes(max_peak(ring)) << " (" << times(max_peak(ring)) << ")\n";
   }
   std::cout << "\n";
-  lesson::say(
-      "Both peaks fall as C grows, but not alike. The all-gather's falls from " + lesson::bytes(first_ag) + " to " +
-      lesson::bytes(last_ag) + " and never below 2 x the full K and V (" + lesson::bytes(2 * full_kv) +
-      "): its full-length K, V, dK and dV do not shrink with C, only the per-rank rest does. The ring's halves "
-      "each time C doubles (from C=2 on), towards zero: that is the all-gather's price for its simplicity.");
+  lesson::say("Both peaks fall as C grows, but not alike. The all-gather's falls from " + lesson::bytes(first_ag) +
+              " to " + lesson::bytes(last_ag) + " and never below 2 x the full K and V (" + lesson::bytes(2 * full_kv) +
+              "): its full-length K, V, dK and dV do not shrink with C, only the per-rank rest does. The ring's halves "
+              "each time C doubles (from C=2 on), towards zero: that is the all-gather's price for its simplicity.");
   std::cout << "All-gather, forward and backward, " << C << " ranks, against the reference:\n";
   return lesson::verdicts(r) ? 0 : 1;
 }

@@ -65,8 +65,7 @@ std::pair<Grads, Grads> two_block_backward(const Problem& p, const GlobalTensors
   Buffer out_a = dev.alloc(od, DType::f64, Layout::bsnd, "out_a"), out_b = dev.alloc(od, DType::f64, Layout::bsnd, "b");
   Buffer lse_a = dev.alloc(ld, DType::f64, Layout::bns, "lse_a"), lse_b = dev.alloc(ld, DType::f64, Layout::bns, "b");
   dev.attention_forward(View(q), all, View(k).rows(0, h), View(v).rows(0, h), first, View(out_a), View(lse_a));
-  dev.attention_forward(View(q), all, View(k).rows(h, S - h), View(v).rows(h, S - h), second, View(out_b),
-                        View(lse_b));
+  dev.attention_forward(View(q), all, View(k).rows(h, S - h), View(v).rows(h, S - h), second, View(out_b), View(lse_b));
   Buffer out = dev.alloc(od, DType::f64, Layout::bsnd, "out"), lse = dev.alloc(ld, DType::f64, Layout::bns, "lse");
   dev.copy(View(out), View(out_a));
   dev.copy(View(lse), View(lse_a));
@@ -74,8 +73,8 @@ std::pair<Grads, Grads> two_block_backward(const Problem& p, const GlobalTensors
   auto backward = [&](const Buffer& oa, const Buffer& la, const Buffer& ob, const Buffer& lb) {
     Buffer dq = dev.alloc(od, DType::f64, Layout::bsnd, "dq"), dk = dev.alloc(k.dims(), DType::f64, Layout::bsnd, "dk"),
            dv = dev.alloc(v.dims(), DType::f64, Layout::bsnd, "dv");
-    dev.attention_backward(View(q), all, View(k).rows(0, h), View(v).rows(0, h), first, View(oa), View(la),
-                           View(dout), View(dq), View(dk).rows(0, h), View(dv).rows(0, h));
+    dev.attention_backward(View(q), all, View(k).rows(0, h), View(v).rows(0, h), first, View(oa), View(la), View(dout),
+                           View(dq), View(dk).rows(0, h), View(dv).rows(0, h));
     dev.attention_backward(View(q), all, View(k).rows(h, S - h), View(v).rows(h, S - h), second, View(ob), View(lb),
                            View(dout), View(dq), View(dk).rows(h, S - h), View(dv).rows(h, S - h));
     Grads g;
@@ -107,15 +106,16 @@ int run_lesson(int argc, char** argv) {
   const int C = p.ranks;
 
   lesson::title("Lesson 7: the backward pass");
-  lesson::shape(o.config, "forward and backward");
+  lesson::shape(o.config.problem, "forward and backward");
   lesson::say(
       "Backward turns dout into dQ, dK and dV. A query's gradient dQ comes from the attention calls its "
       "rank ran, so it stays where it is. dK and dV are different: a key was read by queries on many "
       "ranks, and each of them produces a piece of its gradient that must reach the key's owner.");
 
   lesson::banner(1, "what backward needs from the forward: the final out and lse");
-  lesson::say("Every strategy computes a block's gradients from the forward's saved results, per query row i and "
-              "key j of the block (s = scale q.k):");
+  lesson::say(
+      "Every strategy computes a block's gradients from the forward's saved results, per query row i and "
+      "key j of the block (s = scale q.k):");
   std::cout << "  p_ij  = exp(s_ij - lse_i)        the final lse: p is the row's true softmax\n"
                "  D_i   = sum_d dout_id out_id    the final out: D belongs to the whole row\n"
                "  dv_j += sum_i p_ij dout_i       ds_ij = p_ij (dout_i . v_j - D_i)\n"
@@ -142,7 +142,8 @@ int run_lesson(int argc, char** argv) {
     const double e_saved = line("with the final out and lse:", saved);
     const double e_own = line("with each block's own out and lse:", own);
     std::cout << "\n";
-    lesson::expect(e_saved <= kF64Tolerance && e_own > 1e-3, "the final out and lse give the gradients; a block's own do not");
+    lesson::expect(e_saved <= kF64Tolerance && e_own > 1e-3,
+                   "the final out and lse give the gradients; a block's own do not");
     lesson::say(
         "With its own out and lse a block's softmax is normalised over its keys alone and its D comes from "
         "its partial output, so the sum of the blocks' gradients comes out wrong. The strategies below give "

@@ -109,7 +109,7 @@ int run_lesson(int argc, char** argv) {
   require(p.ranks == 8, "this lesson lays out C = 8 as 2 x 4 and 4 x 2", "use --ranks 8");
 
   lesson::title("Lesson 8: A2A + P2P on a 2-D mesh");
-  lesson::shape(o.config, "as 2 x 4, then 4 x 2");
+  lesson::shape(o.config.problem, "as 2 x 4, then 4 x 2");
   lesson::say(
       "Ulysses is limited by the heads, the ring by nothing but pays C-1 exchanges. The hybrid combines "
       "them on a mesh C = A x R: ranks form groups of A consecutive ranks that all-to-all among themselves "

@@ -52,7 +52,7 @@ int run_lesson(int argc, char** argv) {
   const std::int64_t group = p.heads / p.kv_heads;
 
   lesson::title("Lesson 9: grouped-query attention and the Ulysses degree");
-  lesson::shape(o.config, "C = 8, then 16");
+  lesson::shape(o.config.problem, "C = 8, then 16");
   lesson::say("With grouped-query attention (GQA) several query heads share one key/value head: here Nq = " +
               std::to_string(p.heads) + " query heads read Nkv = " + std::to_string(p.kv_heads) + " KV heads, " +
               std::to_string(group) +

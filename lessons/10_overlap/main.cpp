@@ -83,7 +83,7 @@ int run_lesson(int argc, char** argv) {
   const int C = p.ranks;
 
   lesson::title("Lesson 10: overlapping communication with computation");
-  lesson::shape(o.config, "STEPs 3 and 4 model 64 heads of 128 on H100s");
+  lesson::shape(o.config.problem, "STEPs 3 and 4 model 64 heads of 128 on H100s");
   lesson::say(
       "A ring step needs two things: the attention of the block in hand, and the next block's transfer. "
       "They are independent, so the transfer can run while the block is computed: start the send and "
@@ -227,12 +227,13 @@ int run_lesson(int argc, char** argv) {
   const double argued = step_compute_us(static_cast<double>(first.per_rank));
   lesson::expect(first.per_step_us > argued && first.rate < flops_rate / 1e12,
                  "at the shortest length the model's step costs more than the argument's, at a lower rate");
-  lesson::say("The two tables count differently: the cost argument gives one step at the kernel's best rate, "
-              "the model the whole forward. At " +
-              std::to_string(first.per_rank) + " tokens per rank the model's " + lesson::fixed(first.per_step_us, 0) +
-              " us per step is above the argument's " + lesson::fixed(argued, 0) +
-              " us because its kernel runs at " + lesson::fixed(first.rate, 0) +
-              " TFLOP/s on blocks this short, not 616, and every call and step pays a fixed cost.");
+  lesson::say(
+      "The two tables count differently: the cost argument gives one step at the kernel's best rate, "
+      "the model the whole forward. At " +
+      std::to_string(first.per_rank) + " tokens per rank the model's " + lesson::fixed(first.per_step_us, 0) +
+      " us per step is above the argument's " + lesson::fixed(argued, 0) + " us because its kernel runs at " +
+      lesson::fixed(first.rate, 0) +
+      " TFLOP/s on blocks this short, not 616, and every call and step pays a fixed cost.");
   const auto first_hidden = [&](const std::string& machine) {
     std::int64_t from = -1;
     bool all_hidden_after = true;
@@ -253,7 +254,8 @@ int run_lesson(int argc, char** argv) {
   lesson::say(where("h100-sxm-8", "NVLink (h100-sxm-8)") +
               where("h100-ib", "InfiniBand (h100-ib: 16 ranks on 2 nodes, the ring crossing between them)") +
               "The cost argument puts the break-even near " + std::to_string(s_nv) + " tokens per rank on NVLink and " +
-              std::to_string(s_ib) + " over one InfiniBand NIC; the model's links and kernel rates "
+              std::to_string(s_ib) +
+              " over one InfiniBand NIC; the model's links and kernel rates "
               "(docs/model.md) move it.");
 
   std::cout << "The library's overlapped ring, against the single-process reference:\n";

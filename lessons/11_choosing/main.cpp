@@ -88,7 +88,7 @@ int run_lesson(int argc, char** argv) {
                                       {"hybrid", StrategyKind::hybrid, Sharding::zigzag}};
 
   lesson::title("Lesson 11: how to choose");
-  lesson::shape(o.config, "forward and backward; ring contig runs on contiguous shards");
+  lesson::shape(o.config.problem, "forward and backward; ring contig runs on contiguous shards");
   lesson::say("The same attention on C=" + std::to_string(C) +
               " ranks with every strategy, each rank counting its work, bytes and memory the same way.");
 
@@ -179,7 +179,8 @@ int run_lesson(int argc, char** argv) {
   lesson::say(
       "The counts above carry over to real machines; the times do not. cpsim predict (docs/model.md) runs "
       "the same strategy code on a counting device and replays it on a model of H100s, on the benchmark shape "
-      "of the blog post On Context Parallelism (64 heads of 128, bf16, zigzag), forward and backward. First one node of 8 GPUs, every "
+      "of the blog post On Context Parallelism (64 heads of 128, bf16, zigzag), forward and backward. First one node "
+      "of 8 GPUs, every "
       "link NVLink; then 16 GPUs on two such nodes joined by InfiniBand (h100-ib):");
   const model::PredictTable one = predicted_table("h100-sxm-8", 8, {"ulysses", "ring", "hybrid:2", "hybrid:4"});
   const model::PredictTable two = predicted_table("h100-ib", 16, {"ulysses", "ring", "hybrid:8", "hybrid:4"});

@@ -123,11 +123,9 @@ void banner(int step, const std::string& text) {
   std::cout << "STEP " << step << ": " << text << "\n\n";
 }
 
-void shape(const RunConfig& c, const std::string& note) {
-  const Problem& p = c.problem;
+void shape(const Problem& p, const std::string& note) {
   std::cout << "Shape: B=" << p.batch << " S=" << p.seq << " Nq=" << p.heads << " Nkv=" << p.kv_heads
-            << " D=" << p.head_dim << ", C=" << p.ranks << " ranks, " << sharding_name(p.sharding) << " sharding, "
-            << backend_name(c.backend) << " backend\n"
+            << " D=" << p.head_dim << ", C=" << p.ranks << " ranks, " << sharding_name(p.sharding) << " sharding\n"
             << wrap("(" + (note.empty() ? "" : note + "; ") + "--help lists the flags that change it)", 78, "       ")
             << "\n";
 }
@@ -196,7 +194,8 @@ RunResult run_and_step(RunConfig config, const Options& o, bool replay) {
   o.last_run_replayed = replay;
   if (replay) {
     std::cout << "Stepping through the " << strategy_name(config.strategy) << " run"
-              << (stepping().interactive() ? " (a key: next, q: stop stepping):\n" : " (no terminal: straight through):\n");
+              << (stepping().interactive() ? " (a key: next, q: stop stepping):\n"
+                                           : " (no terminal: straight through):\n");
     step_through(r, std::cout, [] { return stepping().pause(); });
     std::cout << "\n";
   }

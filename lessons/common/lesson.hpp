@@ -45,9 +45,9 @@ int guarded(const char* lesson, const std::function<int()>& body);
 // Narration.
 void title(const std::string& text);             // the lesson's first line, underlined
 void banner(int step, const std::string& text);  // "STEP n: text"; with --step it pauses first
-// Printed right after the title: "Shape: B=1 S=16 Nq=2 Nkv=2 D=8, C=4 ranks, contiguous sharding, threads backend",
-// then "(note; --help lists the flags that change it)" under it.
-void shape(const RunConfig& c, const std::string& note = "");
+// Printed right after the title: "Shape: B=1 S=16 Nq=2 Nkv=2 D=8, C=4 ranks, contiguous sharding", then
+// "(note; --help lists the flags that change it)" under it. (Not the backend: a transcript is the same on each.)
+void shape(const Problem& p, const std::string& note = "");
 void say(const std::string& paragraph);          // wrapped to 78 columns, blank line after
 std::string wrap(const std::string& paragraph, int width = 78, const std::string& indent = "");
 std::string indent(const std::string& text, const std::string& prefix);  // every line prefixed, spacing kept

@@ -163,7 +163,8 @@ TEST_CASE("stepping at a terminal goes on at any key and ends for the whole less
   std::size_t next = 0;
   std::ostringstream out;
   lesson::Stepping s;
-  s.start(true, [&] { return next < keys.size() ? keys[next++] : -1; }, out);
+  s.start(
+      true, [&] { return next < keys.size() ? keys[next++] : -1; }, out);
   CHECK(s.pause());
   CHECK(s.pause());
   CHECK_FALSE(s.pause());  // q
@@ -177,7 +178,8 @@ TEST_CASE("stepping without a terminal never waits for a key") {
   lesson::Stepping s;
   std::ostringstream out;
   int asked = 0;
-  s.start(false, [&] { return ++asked, ' '; }, out);
+  s.start(
+      false, [&] { return ++asked, ' '; }, out);
   CHECK(s.pause());
   CHECK(asked == 0);
   CHECK(out.str().empty());
@@ -186,7 +188,8 @@ TEST_CASE("stepping without a terminal never waits for a key") {
 TEST_CASE("the end of input at a prompt ends stepping, as q does") {
   lesson::Stepping s;
   std::ostringstream out;
-  s.start(true, [] { return -1; }, out);
+  s.start(
+      true, [] { return -1; }, out);
   CHECK_FALSE(s.pause());
 }
 

@@ -1,8 +1,9 @@
 // cpsim predict: modeled forward and forward+backward times of every strategy on a machine model, at any scale.
 //
-// With no flags it prints the seed blog's benchmark table: 8x H100 SXM, bf16, B=1, 64 heads, D=128, S from 16K
-// to 256K, strategies all_gather, ulysses (A2A), ring (P2P) and the hybrids 2x4 and 4x2 (A x R). Each cell counts
-// the unchanged strategy code on C counting ranks and replays it on the machine (docs/model.md).
+// With no flags it prints the benchmark table of the blog post "On Context Parallelism": 8x H100 SXM, bf16, B=1,
+// 64 heads, D=128, S from 16K to 256K, strategies all_gather, ulysses (A2A), ring (P2P) and the hybrids 2x4 and 4x2
+// (A x R). Each cell counts the unchanged strategy code on C counting ranks and replays it on the machine
+// (docs/model.md).
 #include <cstdio>
 #include <iostream>
 #include <set>

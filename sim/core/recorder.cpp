@@ -7,8 +7,10 @@ namespace cpsim {
 const char* block_kind_name(BlockKind k) {
   switch (k) {
     case BlockKind::diagonal: return "diagonal";
-    case BlockKind::lower: return "half-kv";
-    case BlockKind::upper: return "half-q";
+    case BlockKind::lower:
+      return "half-kv";
+    case BlockKind::upper:
+      return "half-q";
     case BlockKind::full: return "full";
     case BlockKind::skipped: return "skipped";
   }

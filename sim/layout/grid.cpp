@@ -56,7 +56,8 @@ std::string grid_legend(const std::string& role, bool blanks, const std::string&
   };
   std::string first = indent + "legend: " + pad("r = rank r " + role, 33) + "r\\ = on the diagonal, partly masked";
   std::string second = indent + "        . = masked (keys after queries)";
-  if (blanks) second = indent + "        " + pad(". = masked (keys after queries)", 33) + "blank = visible, not computed now";
+  if (blanks)
+    second = indent + "        " + pad(". = masked (keys after queries)", 33) + "blank = visible, not computed now";
   return first + "\n" + second + "\n";
 }
 

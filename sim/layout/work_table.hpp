@@ -1,7 +1,8 @@
 // Per-rank work of causal attention under a layout, computed from the positions (never typed in).
 //
-//   chunk_blocks: the seed notebook's balance table. The sequence is cut into 2C chunks; a query chunk c
-//     attends to c full chunk blocks plus half of the diagonal one, so it costs c + 1/2 blocks.
+//   chunk_blocks: the balance table of the handbook chapter "Context parallelism: Ring Attention and Ulysses".
+//     The sequence is cut into 2C chunks; a query chunk c attends to c full chunk blocks plus half of the
+//     diagonal one, so it costs c + 1/2 blocks (t x t blocks, a diagonal one counting 1/2).
 //     C=4: contiguous [2, 6, 10, 14], zigzag [8, 8, 8, 8].
 //   visible_pairs: exact causal (query, key) pairs of the rank's queries over the whole sequence, per head.
 //   ring_blocks: blocks a ring computes per rank (a step whose K/V the rank's queries cannot see is skipped).

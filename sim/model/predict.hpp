@@ -22,7 +22,8 @@ StrategyChoice parse_choice(std::string_view text);
 std::string choice_label(const StrategyChoice& c, int ranks);  // "ring", "hybrid 2x4"
 // The problem a choice runs: the hybrid's A set from the choice, KV replication kept only where an A2A can use it.
 Problem problem_for(const Problem& base, const StrategyChoice& c);
-// The seed blog's columns: all_gather, ulysses, ring, and the hybrids 2 x C/2 and 4 x C/4 when they fit.
+// The columns of the blog post "On Context Parallelism": all_gather, ulysses, ring, and the hybrids 2 x C/2 and
+// 4 x C/4 when they fit.
 std::vector<StrategyChoice> default_choices(int ranks);
 
 struct Cell {

@@ -185,13 +185,15 @@ std::vector<std::string> frame_pages(const StepFrame& f, const RunResult& r, int
       f.phase + ", " +
       (f.step < 0 ? "before the first step"
                   : "step " + std::to_string(f.step) + " of " + std::to_string(std::max(steps, f.step + 1)));
-  const std::string header = "  " + pad("rank", 4) + pad("K/V held", 9) + pad("computes (kind: query x key chunks)", 33) +
-                             pad("pairs", 7) + pad("sent", 9) + "received";
+  const std::string header = "  " + pad("rank", 4) + pad("K/V held", 9) +
+                             pad("computes (kind: query x key chunks)", 33) + pad("pairs", 7) + pad("sent", 9) +
+                             "received";
 
   // 1. The table: one group of lines per rank (one line per attention call), kept together on a page.
   std::vector<std::vector<std::string>> groups;
   for (const RankStep& rs : f.ranks) {
-    const std::string head = "  " + pad(std::to_string(rs.rank), 4) + pad(chunk_names(shards_of(rs.kv_read, L), L, 'k'), 9);
+    const std::string head =
+        "  " + pad(std::to_string(rs.rank), 4) + pad(chunk_names(shards_of(rs.kv_read, L), L, 'k'), 9);
     const std::string tail = pad(std::to_string(rs.pairs), 7) + pad(format_bytes(double(rs.bytes_sent)), 9) +
                              format_bytes(double(rs.bytes_received));
     std::vector<std::string> g;
@@ -223,7 +225,8 @@ std::vector<std::string> frame_pages(const StepFrame& f, const RunResult& r, int
     std::istringstream cells(draw_grid(step_grid(f, L))), legend(grid_legend("computes the block", true));
     for (std::string line; std::getline(cells, line);) grid.push_back("    " + line);
     for (std::string line; std::getline(legend, line);) grid.push_back(line);
-    if (shared_cells(f, L)) grid.push_back("  (a cell several ranks compute, each for its own heads, shows the lowest)");
+    if (shared_cells(f, L))
+      grid.push_back("  (a cell several ranks compute, each for its own heads, shows the lowest)");
   }
 
   // 4. Pages of at most max_lines lines: the table's rank groups, the notes and the grid each kept whole.

@@ -39,8 +39,8 @@ class HeadsExchange {
   Positions group_positions_;
 };
 
-// KV replication for A > Nkv (the seed's exercise): [B, s, Nkv, D] -> [B, s, A, D], head j = KV head j Nkv / A,
-// so that after the A2A every member holds the one KV head its query heads read.
+// KV replication for A > Nkv (the handbook chapter's GQA exercise): [B, s, Nkv, D] -> [B, s, A, D], head j = KV
+// head j Nkv / A, so that after the A2A every member holds the one KV head its query heads read.
 Buffer replicate_kv_heads(Device& dev, const Buffer& kv, int A, const std::string& name);
 // Backward of the replication: sums the replicas' gradients, [B, s, A, D] -> [B, s, Nkv, D].
 Buffer sum_kv_replicas(Device& dev, const Buffer& dkv, std::int64_t kv_heads, const std::string& name);

@@ -1,5 +1,6 @@
-// `cpsim predict`: the seed's table by default, the same numbers as the model in --json, one-line errors.
-// (Numbers are read from the JSON as text: Boost's numeric getters trip -Wmaybe-uninitialized in sanitizer builds.)
+// `cpsim predict`: the blog post's benchmark table by default, the same numbers as the model in --json, one-line
+// errors. (Numbers are read from the JSON as text: Boost's numeric getters trip -Wmaybe-uninitialized in sanitizer
+// builds.)
 #include <doctest/doctest.h>
 
 // Boost.PropertyTree's JSON parser includes the deprecated <boost/bind.hpp>; this keeps its notice out of the build.
@@ -17,7 +18,8 @@ using namespace cpsim;
 using cpsim::test::count_lines;
 using cpsim::test::run_cli;
 
-TEST_CASE("cpsim predict prints the seed blog's table: five lengths, five strategies, times, memory, the fastest") {
+TEST_CASE(
+    "cpsim predict prints the blog post's benchmark table: five lengths, five strategies, times, memory, the fastest") {
   const auto r = run_cli("predict", "predict_default");
   REQUIRE(r.rc == 0);
   for (const char* s :

@@ -1,9 +1,9 @@
 // The qualitative results the model must reproduce, from public measurements (docs/predictions.md):
-//   - the seed blog, 8x H100 on NVLink: pure A2A (Ulysses) is fastest forward+backward at 16K and 32K and within
-//     about 5% of the fastest at every longer length;
+//   - the blog post "On Context Parallelism", 8x H100 on NVLink: pure A2A (Ulysses) is fastest forward+backward
+//     at 16K and 32K and within about 5% of the fastest at every longer length;
 //   - ring-flash-attention, 8 GPUs, 32/8 heads, 8K tokens per GPU: zigzag ring about 90% of the single-GPU rate,
 //     contiguous ring about 53% (its causal imbalance);
-//   - across nodes (the seed expects the timings to change there): the mesh that keeps its A2A inside a node and
+//   - across nodes (the blog post expects the timings to change there): the mesh that keeps its A2A inside a node and
 //     rings across nodes overtakes pure A2A, the layout USP (Fang and Zhao, 2024) recommends; the pure ring, whose
 //     every step waits for a K/V shard through one NIC, falls far behind.
 // Every bound here comes from those publications or from the layout's arithmetic, never from a modeled number.
@@ -16,7 +16,7 @@ using namespace cpsim::model;
 
 namespace {
 
-// The seed blog's shape: bf16, B=1, 64 heads, D=128, zigzag, causal.
+// The blog post's benchmark shape: bf16, B=1, 64 heads, D=128, zigzag, causal.
 Problem seed_problem(int ranks) {
   Problem p;
   p.ranks = ranks;
@@ -42,7 +42,8 @@ double best_total(const PredictTable& t, std::size_t row, std::size_t columns) {
 
 }  // namespace
 
-TEST_CASE("on one H100 node Ulysses is fastest or within 5% of the fastest forward+backward at every seed length") {
+TEST_CASE(
+    "on one H100 node Ulysses is fastest or within 5% of the fastest forward+backward at every benchmark length") {
   PredictSpec spec;
   spec.problem = seed_problem(8);
   spec.seqs = {16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10};
@@ -62,7 +63,7 @@ TEST_CASE("on one H100 node Ulysses is fastest or within 5% of the fastest forwa
     CHECK(ag.peak_bytes > 2 * ring.peak_bytes);
     CHECK(u.fits);
   }
-  // At the seed's two shortest lengths A2A's handful of collectives beats every hybrid (fewer, larger messages and
+  // At the benchmark's two shortest lengths A2A's handful of collectives beats every hybrid (fewer, larger messages and
   // whole-sequence kernels), which is what the blog found.
   for (std::size_t i = 0; i < 2; ++i)
     for (int A : {2, 4})
