@@ -75,12 +75,13 @@ int cmd_layout(const std::vector<std::string>& args) {
               << (grid_ok ? (std::ostringstream() << blocks[r]).str() : "-") << std::setw(15) << pairs[r] << ring[r]
               << "\n";
   }
+  std::cout << "chunk blocks: t x t blocks, a diagonal one counting 1/2; visible pairs: query-key pairs the causal\n"
+               "mask lets through, per head; ring blocks: the ring's attention calls (a rank's queries x one rank's keys)\n";
   std::cout << std::right << "\nimbalance (max/mean visible pairs): " << std::fixed << std::setprecision(2)
             << imbalance(pairs_d) << "\n";
   if (grid_ok && 2 * ranks <= 32) {
-    std::cout << "\nCausal grid (rows: query chunks, columns: key chunks; cell: the rank owning the query chunk,\n"
-                 "'\\' a diagonal block that is half masked, '.' masked):\n\n"
-              << draw_grid(owner_grid(L));
+    std::cout << "\nCausal grid (rows: query chunks, columns: key chunks):\n\n"
+              << draw_grid(owner_grid(L)) << grid_legend("owns the query chunk", false, "");
   }
   return 0;
 }
