@@ -4,8 +4,11 @@
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 #include "lessons/common/lesson.hpp"
+#include "sim/core/bytes.hpp"
+#include "sim/kernels/cpu_device.hpp"
 
 namespace cpsim::judge {
 
@@ -31,6 +34,49 @@ RunConfig Case::config() const {
   cfg.problem.sharding = Sharding::zigzag;
   cfg.seed = 11 + static_cast<std::uint64_t>(C);
   return cfg;
+}
+
+std::vector<Case> standard_cases() {
+  return {{1, 8, 1, 2, 2, 4, 1},  {2, 8, 1, 2, 2, 4, 1},   {4, 16, 1, 2, 2, 4, 1}, {3, 24, 1, 1, 1, 4, 1},
+          {4, 32, 2, 4, 2, 8, 1}, {4, 16, 1, 2, 2, 4, 30}, {8, 32, 1, 1, 1, 4, 1}};
+}
+
+std::optional<Failure> run_ranks(const Case& c, const std::string& what, const RankBody& body,
+                                 std::vector<RankRun>& runs) {
+  LaunchOptions lo;
+  lo.ranks = c.C;
+  lo.tracing = true;
+  lo.timeout = std::chrono::seconds(20);
+  try {
+    auto outcomes = launch(lo, [&](Communicator& comm) {
+      CpuDevice dev(comm.recorder());
+      ByteWriter w;
+      w.put(body(comm, dev));
+      return w.take();
+    });
+    runs.clear();
+    for (auto& oc : outcomes) {
+      ByteReader rd(oc.result);
+      RankRun rr;
+      rd.get(rr.tensors);
+      rr.stats = std::move(oc.stats);
+      runs.push_back(std::move(rr));
+    }
+  } catch (const std::exception& e) {
+    return Failure{"running " + what, "every rank returns", e.what(),
+                   "a rank threw, or waited too long: every isend needs the neighbour's matching irecv (same tag, "
+                   "same size), and both requests must be waited before their buffers are reused"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> no_collectives(const Recorder& rec, const std::string& who, const std::string& hint) {
+  const CommCounts& cc = rec.comm_counts();
+  for (const char* coll : {"all_gather", "reduce_scatter", "all_to_all", "all_reduce"})
+    if (cc.count(coll) > 0)
+      return Failure{who + ", collective calls", "none (a ring only talks to its neighbours)",
+                     std::string(coll) + " " + std::to_string(cc.count(coll)), hint};
+  return std::nullopt;
 }
 
 int run_checks(const std::string& exercise, const std::string& file, const std::vector<NamedCheck>& checks,

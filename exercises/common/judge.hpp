@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/comm/communicator.hpp"
+#include "sim/core/recorder.hpp"
 #include "sim/kernels/device.hpp"
 #include "sim/layout/layout.hpp"
 #include "sim/runtime/run.hpp"
@@ -32,9 +34,28 @@ struct Case {
   RunConfig config() const;  // the shape, zigzag, seeded per C (inputs from make_inputs)
 };
 
+// The shapes every judge runs, in order: C = 1, 2 and 4; 3 ranks with one head; 4 with GQA (4 query heads on 2 KV
+// heads) and batch 2; 4 with scores x30; 8 ranks.
+std::vector<Case> standard_cases();
+
 struct Failure {
   std::string what, expected, actual, hint;
 };
+
+// One rank's results as the judge's body returned them, and what the rank recorded (traced).
+struct RankRun {
+  std::vector<std::vector<double>> tensors;
+  Recorder stats;
+};
+using RankBody = std::function<std::vector<std::vector<double>>(Communicator& comm, Device& dev)>;
+
+// Runs body on c.C traced thread ranks, each with its own CPU device, 20 s at most. A rank that throws or waits too
+// long becomes the Failure "running <what>"; otherwise runs holds every rank's results, in rank order.
+std::optional<Failure> run_ranks(const Case& c, const std::string& what, const RankBody& body,
+                                 std::vector<RankRun>& runs);
+
+// A ring talks to its neighbours only: the first collective call the rank made, as a Failure with `hint`.
+std::optional<Failure> no_collectives(const Recorder& rec, const std::string& who, const std::string& hint);
 
 using Check = std::function<std::optional<Failure>()>;
 

@@ -14,8 +14,6 @@
 #include <set>
 
 #include "exercises/ring_backward/exercise.hpp"
-#include "sim/core/bytes.hpp"
-#include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/reference.hpp"
 
 #ifndef CPSIM_JUDGED_FILE
@@ -29,58 +27,38 @@ namespace {
 using judge::Case;
 using judge::Failure;
 using judge::num;
+using judge::RankRun;
 
-struct RankRun {
-  std::vector<double> dq, dk, dv;
-  Recorder stats;
-};
-
-// Every rank gets its rows of q, out, lse and dout, and rank r+1's rows of k and v, then runs the learner's code.
-std::vector<RankRun> run_case(const Case& c, const GlobalTensors& in, const RefForward& fwd) {
+// Every rank gets its rows of q, out, lse and dout, and rank r+1's rows of k and v, then runs the learner's code:
+// dq, dk and dv come back.
+std::optional<Failure> run_case(const Case& c, const GlobalTensors& in, const RefForward& fwd,
+                                std::vector<RankRun>& runs) {
   const SeqLayout L(c.C, c.S, Sharding::zigzag);
-  const std::int64_t s = L.local_len();
-  LaunchOptions lo;
-  lo.ranks = c.C;
-  lo.tracing = true;
-  lo.timeout = std::chrono::seconds(20);
-  auto outcomes = launch(lo, [&](Communicator& comm) {
-    CpuDevice dev(comm.recorder());
-    const int r = comm.rank(), next = (r + 1) % c.C;
-    const Buffer q = judge::upload_rows(dev, L, in.q, c.B, c.Nq, c.D, r, "q"),
-                 k_last = judge::upload_rows(dev, L, in.k, c.B, c.Nkv, c.D, next, "k_last"),
-                 v_last = judge::upload_rows(dev, L, in.v, c.B, c.Nkv, c.D, next, "v_last"),
-                 out = judge::upload_rows(dev, L, fwd.out, c.B, c.Nq, c.D, r, "out"),
-                 dout = judge::upload_rows(dev, L, in.dout, c.B, c.Nq, c.D, r, "dout");
-    // lse: [B, Nq, s], this rank's positions of the reference's [B, Nq, S].
-    const Positions pos = L.positions(r);
-    std::vector<double> lse_rows;
-    for (std::int64_t bh = 0; bh < c.B * c.Nq; ++bh)
-      for (std::int64_t x : pos) lse_rows.push_back(fwd.lse[static_cast<std::size_t>(bh * c.S + x)]);
-    const Buffer lse = dev.alloc({c.B, s, c.Nq, 1}, DType::f64, Layout::bns, "lse");
-    dev.upload(lse, lse_rows.data());
-    const Buffer dq = dev.alloc(q.dims(), DType::f64, Layout::bsnd, "dq");
-    const Buffer dk = dev.alloc(k_last.dims(), DType::f64, Layout::bsnd, "dk");
-    const Buffer dv = dev.alloc(k_last.dims(), DType::f64, Layout::bsnd, "dv");
-    comm.recorder().begin_phase("backward");
-    exercise::ring_attention_backward(comm, dev, L, q, k_last, v_last, out, lse, dout, dq, dk, dv, c.scale());
-    comm.recorder().end_phase();
-    ByteWriter w;
-    w.put(judge::download(dev, dq));
-    w.put(judge::download(dev, dk));
-    w.put(judge::download(dev, dv));
-    return w.take();
-  });
-  std::vector<RankRun> runs;
-  for (auto& oc : outcomes) {
-    ByteReader rd(oc.result);
-    RankRun rr;
-    rd.get(rr.dq);
-    rd.get(rr.dk);
-    rd.get(rr.dv);
-    rr.stats = std::move(oc.stats);
-    runs.push_back(std::move(rr));
-  }
-  return runs;
+  return judge::run_ranks(
+      c, "the backward",
+      [&](Communicator& comm, Device& dev) {
+        const int r = comm.rank(), next = (r + 1) % c.C;
+        const Buffer q = judge::upload_rows(dev, L, in.q, c.B, c.Nq, c.D, r, "q"),
+                     k_last = judge::upload_rows(dev, L, in.k, c.B, c.Nkv, c.D, next, "k_last"),
+                     v_last = judge::upload_rows(dev, L, in.v, c.B, c.Nkv, c.D, next, "v_last"),
+                     out = judge::upload_rows(dev, L, fwd.out, c.B, c.Nq, c.D, r, "out"),
+                     dout = judge::upload_rows(dev, L, in.dout, c.B, c.Nq, c.D, r, "dout");
+        // lse: [B, Nq, s], this rank's positions of the reference's [B, Nq, S].
+        std::vector<double> lse_rows;
+        for (std::int64_t bh = 0; bh < c.B * c.Nq; ++bh)
+          for (std::int64_t x : L.positions(r)) lse_rows.push_back(fwd.lse[static_cast<std::size_t>(bh * c.S + x)]);
+        const Buffer lse = dev.alloc({c.B, L.local_len(), c.Nq, 1}, DType::f64, Layout::bns, "lse");
+        dev.upload(lse, lse_rows.data());
+        const Buffer dq = dev.alloc(q.dims(), DType::f64, Layout::bsnd, "dq");
+        const Buffer dk = dev.alloc(k_last.dims(), DType::f64, Layout::bsnd, "dk");
+        const Buffer dv = dev.alloc(k_last.dims(), DType::f64, Layout::bsnd, "dv");
+        comm.recorder().begin_phase("backward");
+        exercise::ring_attention_backward(comm, dev, L, q, k_last, v_last, out, lse, dout, dq, dk, dv, c.scale());
+        comm.recorder().end_phase();
+        return std::vector<std::vector<double>>{judge::download(dev, dq), judge::download(dev, dk),
+                                                judge::download(dev, dv)};
+      },
+      runs);
 }
 
 std::string hint_dq(const Case& c) {
@@ -109,13 +87,13 @@ std::string hint_dkv(const Case& c) {
 std::optional<Failure> check_values(const Case& c, const std::vector<RankRun>& runs, const RefBackward& ref) {
   const SeqLayout L(c.C, c.S, Sharding::zigzag);
   for (int r = 0; r < c.C; ++r) {
-    const RankRun& rr = runs[static_cast<std::size_t>(r)];
+    const auto& got = runs[static_cast<std::size_t>(r)].tensors;  // dq, dk, dv
     const std::string who = ", rank " + std::to_string(r) + ", ";
-    if (const auto m = judge::first_mismatch(rr.dq, ref.dq, L, r, c.B, c.Nq, c.D))
+    if (const auto m = judge::first_mismatch(got.at(0), ref.dq, L, r, c.B, c.Nq, c.D))
       return Failure{"dq" + who + m->where, num(m->want), num(m->got), hint_dq(c)};
-    if (const auto m = judge::first_mismatch(rr.dk, ref.dk, L, r, c.B, c.Nkv, c.D))
+    if (const auto m = judge::first_mismatch(got.at(1), ref.dk, L, r, c.B, c.Nkv, c.D))
       return Failure{"dk" + who + m->where, num(m->want), num(m->got), hint_dkv(c)};
-    if (const auto m = judge::first_mismatch(rr.dv, ref.dv, L, r, c.B, c.Nkv, c.D))
+    if (const auto m = judge::first_mismatch(got.at(2), ref.dv, L, r, c.B, c.Nkv, c.D))
       return Failure{"dv" + who + m->where, num(m->want), num(m->got), hint_dkv(c)};
   }
   return std::nullopt;
@@ -138,12 +116,10 @@ std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& r
       return Failure{who + ", attention_forward calls in the backward", "0", std::to_string(forwards),
                      "the backward needs no forward pass: with the saved final out and lse, attention_backward "
                      "recomputes p = exp(s - lse) and D = rowsum(dout * out) itself (lesson 7, STEP 1)"};
+    if (auto f = judge::no_collectives(
+            rec, who, "pass K/V and the accumulator with isend/irecv (or sendrecv) to rank r-1, from rank r+1"))
+      return f;
     const CommCounts& cc = rec.comm_counts();
-    for (const char* coll : {"all_gather", "reduce_scatter", "all_to_all", "all_reduce"})
-      if (cc.count(coll) > 0)
-        return Failure{who + ", collective calls", "none (a ring only talks to its neighbours)",
-                       std::string(coll) + " " + std::to_string(cc.count(coll)),
-                       "pass K/V and the accumulator with isend/irecv (or sendrecv) to rank r-1, from rank r+1"};
     if (peers.size() > 1)
       return Failure{who + ", ranks it sent to", "one (rank r-1)", judge::ints({peers.begin(), peers.end()}),
                      "every hop goes the same way round the ring: send to r-1, receive from r+1"};
@@ -168,13 +144,7 @@ std::optional<Failure> judge_case(const Case& c) {
   const RefForward fwd = reference_forward(in.q, in.k, in.v, shape, all, all, true, c.scale());
   const RefBackward ref = reference_backward(in.q, in.k, in.v, in.dout, shape, all, all, true, c.scale());
   std::vector<RankRun> runs;
-  try {
-    runs = run_case(c, in, fwd);
-  } catch (const std::exception& e) {
-    return Failure{"running the backward", "every rank returns", e.what(),
-                   "a rank threw, or waited too long: every isend needs the neighbour's matching irecv (same "
-                   "tag, same size), and both requests must be waited before their buffers are reused"};
-  }
+  if (auto f = run_case(c, in, fwd, runs)) return f;
   if (auto f = check_values(c, runs, ref)) return f;
   return check_counts(c, runs);
 }
@@ -182,11 +152,8 @@ std::optional<Failure> judge_case(const Case& c) {
 }  // namespace
 
 int main() {
-  const std::vector<Case> cases{{1, 8, 1, 2, 2, 4, 1},  {2, 8, 1, 2, 2, 4, 1},  {4, 16, 1, 2, 2, 4, 1},
-                                {3, 24, 1, 1, 1, 4, 1}, {4, 32, 2, 4, 2, 8, 1}, {4, 16, 1, 2, 2, 4, 30},
-                                {8, 32, 1, 1, 1, 4, 1}};
   std::vector<judge::NamedCheck> checks;
-  for (const Case& c : cases) checks.push_back({c.name(), [c] { return judge_case(c); }});
+  for (const Case& c : judge::standard_cases()) checks.push_back({c.name(), [c] { return judge_case(c); }});
   return judge::run_checks("ring_backward", CPSIM_JUDGED_FILE, checks,
                            "ring attention backward, dK/dV home in C-1 hops.");
 }

@@ -16,8 +16,6 @@
 #include <optional>
 
 #include "exercises/zigzag_ring/exercise.hpp"
-#include "sim/core/bytes.hpp"
-#include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/reference.hpp"
 #include "sim/runtime/run.hpp"
 
@@ -33,6 +31,7 @@ using judge::Case;
 using judge::Failure;
 using judge::kTolerance;
 using judge::num;
+using judge::RankRun;
 
 // 1. The chunk order.
 std::optional<Failure> check_chunks() {
@@ -49,44 +48,24 @@ std::optional<Failure> check_chunks() {
   return std::nullopt;
 }
 
-struct RankRun {
-  std::vector<double> out, lse;
-  Recorder stats;
-};
-
-std::vector<RankRun> run_case(const Case& c, const GlobalTensors& in, double scale) {
+// Every rank gets its rows of q, k and v and runs the learner's forward: out and lse come back.
+std::optional<Failure> run_case(const Case& c, const GlobalTensors& in, double scale, std::vector<RankRun>& runs) {
   const SeqLayout L(c.C, c.S, Sharding::zigzag);
-  const std::int64_t s = L.local_len();
-  LaunchOptions lo;
-  lo.ranks = c.C;
-  lo.tracing = true;
-  lo.timeout = std::chrono::seconds(20);
-  auto outcomes = launch(lo, [&](Communicator& comm) {
-    CpuDevice dev(comm.recorder());
-    const int r = comm.rank();
-    const Buffer q = judge::upload_rows(dev, L, in.q, c.B, c.Nq, c.D, r, "q"),
-                 k = judge::upload_rows(dev, L, in.k, c.B, c.Nkv, c.D, r, "k"),
-                 v = judge::upload_rows(dev, L, in.v, c.B, c.Nkv, c.D, r, "v");
-    const Buffer out = dev.alloc(q.dims(), DType::f64, Layout::bsnd, "out");
-    const Buffer lse = dev.alloc({c.B, s, c.Nq, 1}, DType::f64, Layout::bns, "lse");
-    comm.recorder().begin_phase("forward");
-    exercise::zigzag_ring_forward(comm, dev, L, q, k, v, out, lse, scale);
-    comm.recorder().end_phase();
-    ByteWriter w;
-    w.put(judge::download(dev, out));
-    w.put(judge::download(dev, lse));
-    return w.take();
-  });
-  std::vector<RankRun> runs;
-  for (auto& oc : outcomes) {
-    ByteReader rd(oc.result);
-    RankRun rr;
-    rd.get(rr.out);
-    rd.get(rr.lse);
-    rr.stats = std::move(oc.stats);
-    runs.push_back(std::move(rr));
-  }
-  return runs;
+  return judge::run_ranks(
+      c, "the forward",
+      [&](Communicator& comm, Device& dev) {
+        const int r = comm.rank();
+        const Buffer q = judge::upload_rows(dev, L, in.q, c.B, c.Nq, c.D, r, "q"),
+                     k = judge::upload_rows(dev, L, in.k, c.B, c.Nkv, c.D, r, "k"),
+                     v = judge::upload_rows(dev, L, in.v, c.B, c.Nkv, c.D, r, "v");
+        const Buffer out = dev.alloc(q.dims(), DType::f64, Layout::bsnd, "out");
+        const Buffer lse = dev.alloc({c.B, L.local_len(), c.Nq, 1}, DType::f64, Layout::bns, "lse");
+        comm.recorder().begin_phase("forward");
+        exercise::zigzag_ring_forward(comm, dev, L, q, k, v, out, lse, scale);
+        comm.recorder().end_phase();
+        return std::vector<std::vector<double>>{judge::download(dev, out), judge::download(dev, lse)};
+      },
+      runs);
 }
 
 std::string hint_for_row(const Case& c, std::int64_t row, std::int64_t t) {
@@ -96,9 +75,9 @@ std::string hint_for_row(const Case& c, std::int64_t row, std::int64_t t) {
            "and combine partials only with dev.merge, which works in log space";
   if (c.C == 1) return "with one rank, step 0 alone is causal attention of the rank's rows against its own keys";
   if (row < t)
-    return "this row is in the early chunk: it sees the owners before this rank, in the 'lower' steps (both "
+    return "this row is in the early chunk: it sees the owners before this rank, in the half-kv steps (both "
            "query chunks x the owner's early chunk), each merged into out and lse with dev.merge";
-  return "this row is in the late chunk: it sees every owner; check the 'upper' steps (the late query chunk x "
+  return "this row is in the late chunk: it sees every owner; check the half-q steps (the late query chunk x "
          "both of the owner's chunks) and that they merge into rows [t, 2t) of out and lse";
 }
 
@@ -108,14 +87,15 @@ std::optional<Failure> check_values(const Case& c, const std::vector<RankRun>& r
   const std::int64_t s = L.local_len(), t = L.chunk_len();
   for (int r = 0; r < c.C; ++r) {
     const Positions pos = L.positions(r);
-    const RankRun& rr = runs[static_cast<std::size_t>(r)];
-    if (const auto m = judge::first_mismatch(rr.out, ref.out, L, r, c.B, c.Nq, c.D))
+    const std::vector<double>&out = runs[static_cast<std::size_t>(r)].tensors.at(0),
+          &lse = runs[static_cast<std::size_t>(r)].tensors.at(1);
+    if (const auto m = judge::first_mismatch(out, ref.out, L, r, c.B, c.Nq, c.D))
       return Failure{"out, rank " + std::to_string(r) + ", " + m->where, num(m->want), num(m->got),
                      hint_for_row(c, m->row, t)};
     for (std::int64_t b = 0; b < c.B; ++b)
       for (std::int64_t i = 0; i < s; ++i)
         for (std::int64_t h = 0; h < c.Nq; ++h) {
-          const double got = rr.lse[static_cast<std::size_t>((b * c.Nq + h) * s + i)];
+          const double got = lse[static_cast<std::size_t>((b * c.Nq + h) * s + i)];
           const double want = ref.lse[static_cast<std::size_t>((b * c.Nq + h) * c.S + pos[i])];
           if (!(std::abs(got - want) <= kTolerance))
             return Failure{"lse, rank " + std::to_string(r) + ", batch " + std::to_string(b) + ", position " +
@@ -170,11 +150,9 @@ std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& r
     }
     const CommCounts& cc = rec.comm_counts();
     const std::int64_t kv_bytes = 2 * c.B * L.local_len() * c.Nkv * c.D * 8;
-    for (const char* coll : {"all_gather", "reduce_scatter", "all_to_all", "all_reduce"})
-      if (cc.count(coll) > 0)
-        return Failure{who + ", collective calls", "none (a ring only talks to its neighbours)",
-                       std::string(coll) + " " + std::to_string(cc.count(coll)),
-                       "pass K/V with isend/irecv (or sendrecv) to rank r+1 and from rank r-1"};
+    if (auto f =
+            judge::no_collectives(rec, who, "pass K/V with isend/irecv (or sendrecv) to rank r+1 and from rank r-1"))
+      return f;
     if (cc.bytes_sent != (c.C - 1) * kv_bytes)
       return Failure{who + ", bytes sent", std::to_string((c.C - 1) * kv_bytes) + " (C-1 K/V blocks)",
                      std::to_string(cc.bytes_sent),
@@ -195,13 +173,7 @@ std::optional<Failure> judge_case(const Case& c) {
   const Positions all = iota_positions(0, c.S);
   const RefForward ref = reference_forward(in.q, in.k, in.v, {c.B, c.S, c.S, c.Nq, c.Nkv, c.D}, all, all, true, scale);
   std::vector<RankRun> runs;
-  try {
-    runs = run_case(c, in, scale);
-  } catch (const std::exception& e) {
-    return Failure{"running the forward", "every rank returns", e.what(),
-                   "a rank threw, or waited too long: every isend needs the neighbour's matching irecv, and "
-                   "both requests must be waited before their buffers are reused"};
-  }
+  if (auto f = run_case(c, in, scale, runs)) return f;
   if (auto f = check_values(c, runs, ref)) return f;
   return check_counts(c, runs);
 }
@@ -209,10 +181,7 @@ std::optional<Failure> judge_case(const Case& c) {
 }  // namespace
 
 int main() {
-  const std::vector<Case> cases{{1, 8, 1, 2, 2, 4, 1},  {2, 8, 1, 2, 2, 4, 1},  {4, 16, 1, 2, 2, 4, 1},
-                                {3, 24, 1, 1, 1, 4, 1}, {4, 32, 2, 4, 2, 8, 1}, {4, 16, 1, 2, 2, 4, 30},
-                                {8, 32, 1, 1, 1, 4, 1}};
   std::vector<judge::NamedCheck> checks{{"chunk order, C = 1, 2, 3, 4, 8", check_chunks}};
-  for (const Case& c : cases) checks.push_back({c.name(), [c] { return judge_case(c); }});
+  for (const Case& c : judge::standard_cases()) checks.push_back({c.name(), [c] { return judge_case(c); }});
   return judge::run_checks("zigzag_ring", CPSIM_JUDGED_FILE, checks, "zigzag ring attention, balanced step by step.");
 }
