@@ -190,8 +190,13 @@ int run_lesson(int argc, char** argv) {
     lesson::row(line);
   }
   std::cout << "\n";
+  for (const RankReport& rk : ring.ranks)
+    for (const TraceEvent& e : rk.stats.events())
+      if (e.type == TraceEvent::Type::comm && e.phase == "backward" && e.name == "isend")
+        lesson::expect(e.peer == (rk.rank - 1 + C) % C, "the backward ring sends to r-1");
   lesson::say(
-      "The backward ring runs the other way (send to r-1), starting from the last K/V the forward held. "
+      "The backward ring runs the other way (send to r-1), starting from the last K/V the forward held "
+      "(rank r+1's, step 0 above). "
       "At every step a rank adds its block's dK/dV into the accumulator of the K/V it holds, then passes "
       "K/V and accumulator on together. After C-1 hops each accumulator is back at its owner, complete: "
       "C-1 K/V messages and C-1 dK/dV messages per rank.");
