@@ -238,9 +238,13 @@ int run_lesson(int argc, char** argv) {
   lesson::banner(4, "the same attention with communication (K/V all-gather)");
   cfg.strategy = StrategyKind::all_gather;
   const RunResult r = lesson::run_and_step(cfg, o);
-  for (const RankReport& rk : r.ranks)
+  const std::int64_t kv_all = 2 * p.seq * p.kv_heads * p.head_dim * 8;  // K and V of the whole sequence, f64
+  for (const RankReport& rk : r.ranks) {
+    lesson::expect(rk.stats.comm_counts().bytes_received == kv_all * (p.ranks - 1) / p.ranks,
+                   "each rank receives the other ranks' K and V");
     std::cout << "  rank " << rk.rank << " received " << lesson::bytes(rk.stats.comm_counts().bytes_received)
               << " of K and V from the other ranks\n";
+  }
   std::cout << "\n";
 
   lesson::banner(5, "RoPE: rotate with each token's global position");

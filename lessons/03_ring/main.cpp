@@ -49,6 +49,10 @@ int run_lesson(int argc, char** argv) {
   lesson::banner(2, "every step of the forward ring, replayed from the trace");
   const RunResult r = lesson::run_and_step(o.config, o);
   const auto frames = step_frames(r);
+  for (const RankReport& rk : r.ranks)
+    for (const TraceEvent& e : rk.stats.events())
+      if (e.type == TraceEvent::Type::comm && e.name == "isend")
+        lesson::expect(e.peer == (rk.rank + 1) % C, "rank r sends its K/V to rank r+1");
   std::cout << "Whose K/V each rank holds at each step (from the keys its attention call read):\n";
   std::string header = "  step";
   for (int rank = 0; rank < C; ++rank) header += "  rank " + std::to_string(rank);
@@ -59,6 +63,8 @@ int run_lesson(int argc, char** argv) {
     for (const RankStep& rs : f.ranks) {
       const int owner = L.owner(rs.kv_read.front().lo);
       lesson::expect(owner == ((rs.rank - f.step) % C + C) % C, "at step i rank r holds the K/V of rank r - i");
+      for (const BlockDone& b : rs.blocks)
+        lesson::expect((b.kind == BlockKind::skipped) == (owner > rs.rank), "a rank skips exactly the later K/V");
       line += "  " + lesson::pad(std::to_string(owner), 6);
     }
     lesson::row(line);

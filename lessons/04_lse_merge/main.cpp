@@ -194,6 +194,7 @@ int run_lesson(int argc, char** argv) {
   lesson::expect(std::abs(wa + wb - 1) < 1e-12, "the scale factors sum to 1");
   lesson::expect(std::abs(m.out - whole.out) < 1e-12 && std::abs(m.lse - whole.lse) < 1e-12,
                  "the merged partials equal attention over all keys");
+  lesson::expect(wb > wa, "block b, with the strongest match, gets the larger share");
   lesson::say(
       "The scales are each block's share of the total softmax weight, so they sum to 1: block b holds "
       "the strongest match (s = 3) and gets the larger share.");
