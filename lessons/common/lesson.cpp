@@ -38,7 +38,7 @@ bool parse_options(int argc, char** argv, const std::string& title, unsigned fla
   add(kSharding, "sharding", &sharding, "zigzag | contiguous");
   add(kBackend, "backend", &backend, "threads | processes | mpi (under mpirun -np C)");
   if (flags & kStep)
-    desc.add_options()("step", "pause at every STEP and every step of a run (a key: next, q: stop); needs a terminal")(
+    desc.add_options()("step", "pause at every STEP and run step (any key: next, q: stop); not without a terminal")(
         "trace", po::value(&o.trace_file), "write each run's trace (Chrome trace JSON) to this file");
   desc.add_options()("help,h", "show this help");
   po::variables_map vm;
