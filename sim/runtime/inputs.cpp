@@ -58,6 +58,19 @@ Inputs global_inputs(const Problem& p, std::uint64_t seed, bool with_dout) {
   return in;
 }
 
+AttentionProblem whole_problem(const Problem& p, Inputs global) {
+  AttentionProblem a;
+  a.q = std::move(global.q);
+  a.k = std::move(global.k);
+  a.v = std::move(global.v);
+  a.dout = std::move(global.dout);
+  a.shape = AttentionShape{p.batch, p.seq, p.seq, p.heads, p.kv_heads, p.head_dim};
+  a.q_pos = a.k_pos = iota_positions(0, p.seq);
+  a.causal = p.causal;
+  a.scale = p.scale;
+  return a;
+}
+
 AttentionProblem attention_problem(const AttentionShape& sh, bool causal, DType dtype, std::uint64_t seed,
                                    double scale) {
   AttentionProblem p;

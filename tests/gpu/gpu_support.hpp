@@ -144,17 +144,8 @@ inline void expect_matches_reference(const GpuRun& cfg, const Launcher& launcher
   const Problem& p = cfg.problem;
   const GpuRunResult r = run_on_gpu(cfg, launcher);
   REQUIRE(r.outcomes.size() == static_cast<std::size_t>(p.ranks));
-  AttentionProblem ap;
-  ap.q = r.q;
-  ap.k = r.k;
-  ap.v = r.v;
-  ap.dout = r.dout;
-  ap.shape = AttentionShape{p.batch, p.seq, p.seq, p.heads, p.kv_heads, p.head_dim};
-  ap.q_pos = ap.k_pos = iota_positions(0, p.seq);
-  ap.causal = p.causal;
-  ap.scale = p.scale;
   const RefBackward got_b{r.dq, r.dk, r.dv};
-  const CheckReport c = check_against_reference(ap, check_rule(p.dtype, true, p.kv_heads != p.heads),
+  const CheckReport c = check_against_reference(whole_problem(p, Inputs{r.q, r.k, r.v, r.dout}), check_rule(p.dtype, true, p.kv_heads != p.heads),
                                                 RefForward{r.out, r.lse}, cfg.backward ? &got_b : nullptr);
   INFO(c.rule << ": max abs errors out " << c.err.out << ", lse " << c.err.lse << ", dq " << c.err.dq << ", dk "
               << c.err.dk << ", dv " << c.err.dv << "; worst error / allowed out " << c.worst.out << ", lse "
