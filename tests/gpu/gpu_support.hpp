@@ -145,7 +145,8 @@ inline void expect_matches_reference(const GpuRun& cfg, const Launcher& launcher
   const GpuRunResult r = run_on_gpu(cfg, launcher);
   REQUIRE(r.outcomes.size() == static_cast<std::size_t>(p.ranks));
   const RefBackward got_b{r.dq, r.dk, r.dv};
-  const CheckReport c = check_against_reference(whole_problem(p, Inputs{r.q, r.k, r.v, r.dout}), check_rule(p.dtype, true, p.kv_heads != p.heads),
+  const CheckReport c = check_against_reference(whole_problem(p, Inputs{r.q, r.k, r.v, r.dout}),
+                                                check_rule(p.dtype, true, p.kv_heads != p.heads),
                                                 RefForward{r.out, r.lse}, cfg.backward ? &got_b : nullptr);
   INFO(c.rule << ": max abs errors out " << c.err.out << ", lse " << c.err.lse << ", dq " << c.err.dq << ", dk "
               << c.err.dk << ", dv " << c.err.dv << "; worst error / allowed out " << c.worst.out << ", lse "
