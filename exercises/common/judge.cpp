@@ -103,6 +103,15 @@ int run_checks(const std::string& exercise, const std::string& file, const std::
   return 0;
 }
 
+const CheckRule& rule() {
+  static const CheckRule r = check_rule(DType::f64, false, false);
+  return r;
+}
+
+std::string expected(double want) {
+  return num(want) + " (" + rule().words + ")";
+}
+
 std::string num(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.10g", v);
@@ -139,7 +148,7 @@ std::optional<Mismatch> first_mismatch(const std::vector<double>& got, const std
         for (std::int64_t d = 0; d < D; ++d) {
           const double g = got[static_cast<std::size_t>(((b * s + i) * n + h) * D + d)];
           const double w = want[static_cast<std::size_t>(((b * S + pos[i]) * n + h) * D + d)];
-          if (!(std::abs(g - w) <= kTolerance))
+          if (!within(g, w, rule()))
             return Mismatch{"batch " + std::to_string(b) + ", position " + std::to_string(pos[i]) + ", head " +
                                 std::to_string(h) + ", dim " + std::to_string(d),
                             w, g, i};

@@ -17,13 +17,17 @@
 
 #include "sim/comm/communicator.hpp"
 #include "sim/core/recorder.hpp"
+#include "sim/kernels/check.hpp"
 #include "sim/kernels/device.hpp"
 #include "sim/layout/layout.hpp"
 #include "sim/runtime/run.hpp"
 
 namespace cpsim::judge {
 
-inline constexpr double kTolerance = 1e-10;  // max abs error against the f64 reference
+// The f64 rule every check uses (sim/kernels/check.hpp), and a reference value with the rule in words beside it,
+// as a failure prints its expected value.
+const CheckRule& rule();
+std::string expected(double want);
 
 struct Case {
   int C;
@@ -76,7 +80,7 @@ Buffer upload_rows(Device& dev, const SeqLayout& L, const std::vector<double>& g
                    std::int64_t D, int rank, const char* name);
 std::vector<double> download(Device& dev, const Buffer& b);
 
-// The first element of a rank's rows of a [B, s, n, D] tensor farther than kTolerance from the global reference
+// The first element of a rank's rows of a [B, s, n, D] tensor outside the rule() of the global reference
 // [B, S, n, D]: "batch b, position p, head h, dim d" with both values. nullopt when all are close.
 struct Mismatch {
   std::string where;

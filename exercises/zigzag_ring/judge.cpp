@@ -5,7 +5,7 @@
 // Checks, in order:
 //   1. the chunk order: zigzag_chunks(r, C) == SeqLayout(C, S, zigzag).chunks(r) = {r, 2C-1-r}
 //   2. per shape (C = 1 .. 8, GQA, batch 2, scores scaled x30), on C thread ranks:
-//      a. out and lse against the f64 reference: max abs error <= 1e-10
+//      a. out and lse against the f64 reference, element by element under the f64 rule (sim/kernels/check.hpp)
 //      b. visible pairs per rank and step, from the Recorder: step 0 costs 2c^2 + c per (batch, head) for chunk
 //         size c, every later step 2c^2; the ranks together cover the causal S(S+1)/2 per (batch, head)
 //      c. no masked waste after step 0: the rows x keys of a step's attention calls are all visible pairs
@@ -29,7 +29,6 @@ namespace {
 
 using judge::Case;
 using judge::Failure;
-using judge::kTolerance;
 using judge::num;
 using judge::RankRun;
 
@@ -90,17 +89,17 @@ std::optional<Failure> check_values(const Case& c, const std::vector<RankRun>& r
     const std::vector<double>&out = runs[static_cast<std::size_t>(r)].tensors.at(0),
           &lse = runs[static_cast<std::size_t>(r)].tensors.at(1);
     if (const auto m = judge::first_mismatch(out, ref.out, L, r, c.B, c.Nq, c.D))
-      return Failure{"out, rank " + std::to_string(r) + ", " + m->where, num(m->want), num(m->got),
+      return Failure{"out, rank " + std::to_string(r) + ", " + m->where, judge::expected(m->want), num(m->got),
                      hint_for_row(c, m->row, t)};
     for (std::int64_t b = 0; b < c.B; ++b)
       for (std::int64_t i = 0; i < s; ++i)
         for (std::int64_t h = 0; h < c.Nq; ++h) {
           const double got = lse[static_cast<std::size_t>((b * c.Nq + h) * s + i)];
           const double want = ref.lse[static_cast<std::size_t>((b * c.Nq + h) * c.S + pos[i])];
-          if (!(std::abs(got - want) <= kTolerance))
+          if (!within(got, want, judge::rule()))
             return Failure{"lse, rank " + std::to_string(r) + ", batch " + std::to_string(b) + ", position " +
                                std::to_string(pos[i]) + ", head " + std::to_string(h),
-                           num(want), num(got),
+                           judge::expected(want), num(got),
                            c.sharpen != 1 ? hint_for_row(c, i, t)
                                           : "the lse is merged together with out: pass the same rows of out and lse "
                                             "(and of the tile's out and lse) to dev.merge"};
