@@ -87,9 +87,10 @@ int run_lesson(int argc, char** argv) {
   std::cout << "\n";
   lesson::say(
       "In backward a rank holds K and V gathered again (full length), full-length partial dK and dV before the "
-      "reduce-scatter, and a copy in rank order while reordering. The ring holds K/V blocks of S/C rows only "
-      "(two, and in backward two dK/dV accumulators of the same size). As C grows (same S), the peak per rank, "
-      "and that peak as a multiple of the full K and V:");
+      "reduce-scatter, and a copy in rank order while reordering. The ring holds blocks of S/C rows only: two "
+      "K/V buffers, and in backward three dK/dV buffers of the same size (the accumulator it holds, the next one "
+      "arriving, and its block's own). As C grows (same S), the peak per rank, and that peak as a multiple of the "
+      "full K and V:");
   std::cout << "  C   all_gather peak/rank       ring peak/rank\n";
   std::int64_t first_ag = 0, last_ag = 0, last_ring = 0;
   const auto times = [&](std::int64_t b) { return lesson::fixed(static_cast<double>(b) / full_kv, 1) + " x"; };

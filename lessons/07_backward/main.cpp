@@ -204,6 +204,20 @@ int run_lesson(int argc, char** argv) {
   const std::string hops = std::to_string(2 * (C - 1));
   lesson::expect(lesson::phase_calls(ring, 0, "backward") == (C > 1 ? "irecv " + hops + ", isend " + hops : "none"),
                  "ring backward: C-1 K/V and C-1 dK/dV messages each way");
+  if (C > 2) {
+    const std::string order = lesson::step_order(ring, 1, "backward", 1);
+    std::cout << lesson::wrap("Rank 1, backward step 1, in the order recorded: " + order, 78, "  ") << "\n";
+    lesson::expect(order.rfind("start isend -> start irecv -> attention_backward -> wait irecv -> wait isend -> "
+                               "start isend -> start irecv",
+                               0) == 0,
+                   "the accumulator is waited for after the next block, then passed on");
+    lesson::say(
+        "The first isend/irecv pair moves the next K/V, started before the block. The accumulator cannot leave "
+        "before its block is added, so a rank posts it at the end of a step and waits for the one coming to it "
+        "only after its next attention_backward (the wait irecv, wait isend above), just before adding that "
+        "block's dK/dV to it: the dK/dV transfer hides behind the next block's compute. Lesson 10 asks when "
+        "such a transfer can hide.");
+  }
 
   lesson::banner(4, "Ulysses: all-to-alls around a local backward");
   const RunResult ul = traced(o, StrategyKind::ulysses);

@@ -93,14 +93,7 @@ int run_lesson(int argc, char** argv) {
   lesson::banner(1, "the library's ring starts the exchange before computing");
   const RunResult r = lesson::run_and_step(o.config, o);
   const int who = C > 1 ? 1 : 0, at = C > 1 ? 1 : 0;
-  std::string order;
-  for (const TraceEvent& e : r.ranks[static_cast<std::size_t>(who)].stats.events()) {
-    if (e.phase != "forward" || e.step != at || e.type == TraceEvent::Type::step) continue;
-    const std::string what = e.type == TraceEvent::Type::wait   ? "wait " + e.name
-                             : e.type == TraceEvent::Type::comm ? "start " + e.name
-                                                                : e.name;
-    order += (order.empty() ? "" : " -> ") + what;
-  }
+  const std::string order = lesson::step_order(r, who, "forward", at);
   std::cout << lesson::wrap("Rank " + std::to_string(who) + ", forward step " + std::to_string(at) +
                                 ", in the order recorded: " + order,
                             78, "  ")
@@ -108,6 +101,27 @@ int run_lesson(int argc, char** argv) {
   if (C > 1)
     lesson::expect(order.rfind("start isend -> start irecv -> attention_forward", 0) == 0,
                    "the exchange starts before the attention call");
+  // The backward: the next K/V and the dK/dV accumulator both travel; the accumulator a rank posts after its block
+  // is waited for only after its next block, so that transfer runs while that block is computed.
+  RunConfig with_backward = o.config;
+  with_backward.backward = true;
+  const RunResult rb = lesson::run_and_step(with_backward, o);
+  const std::string back = lesson::step_order(rb, who, "backward", at);
+  std::cout << lesson::wrap("Rank " + std::to_string(who) + ", backward step " + std::to_string(at) + ": " + back, 78,
+                            "  ")
+            << "\n";
+  if (C > 2) {
+    lesson::expect(back.rfind("start isend -> start irecv -> attention_backward -> wait irecv -> wait isend -> "
+                              "start isend -> start irecv",
+                              0) == 0,
+                   "the backward waits for the last accumulator after its block, then posts its own");
+    lesson::say(
+        "Backward sends two things around the ring: the next K/V, started before the block as in the forward, "
+        "and the dK/dV accumulator, which can leave only once the block has added to it. So a rank posts its "
+        "accumulator at the end of a step and waits for the one coming to it only after the next step's "
+        "attention_backward, just before adding that block's dK/dV to it: the accumulator's transfer, too, "
+        "runs while a block is computed.");
+  }
 
   lesson::banner(2, "a ring without overlap, for comparison");
   lesson::say(

@@ -224,6 +224,18 @@ void verdict_lines(const std::string& label, const std::vector<std::string>& ent
   std::cout << line << "\n";
 }
 
+std::string step_order(const RunResult& r, int rank, const std::string& phase, int step) {
+  std::string order;
+  for (const TraceEvent& e : r.ranks.at(static_cast<std::size_t>(rank)).stats.events()) {
+    if (e.phase != phase || e.step != step || e.type == TraceEvent::Type::step) continue;
+    const std::string what = e.type == TraceEvent::Type::wait   ? "wait " + e.name
+                             : e.type == TraceEvent::Type::comm ? "start " + e.name
+                                                                : e.name;
+    order += (order.empty() ? "" : " -> ") + what;
+  }
+  return order;
+}
+
 std::string phase_calls(const RunResult& r, int rank, const std::string& phase) {
   std::map<std::string, int> calls;
   for (const TraceEvent& e : r.ranks.at(static_cast<std::size_t>(rank)).stats.events())

@@ -80,4 +80,8 @@ void verdict_lines(const std::string& label, const std::vector<std::string>& ent
 // Per-phase communication calls of one rank, from its trace (the run must be traced): "all_to_all 4".
 std::string phase_calls(const RunResult& r, int rank, const std::string& phase);
 
+// What one rank did in one step of a phase, in the order it recorded it (the run must be traced):
+// "start isend -> start irecv -> attention_forward -> wait isend -> wait irecv".
+std::string step_order(const RunResult& r, int rank, const std::string& phase, int step);
+
 }  // namespace cpsim::lesson
