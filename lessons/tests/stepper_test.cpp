@@ -47,15 +47,15 @@ TEST_CASE("a zigzag ring has one frame per step and every rank holds the K/V of 
       const int owner = ((rank - i) % 4 + 4) % 4;
       const RankStep& rs = at(frames, "forward", i, rank);
       std::vector<Span> want = to_spans(L.positions(owner));
-      if (i > 0 && owner < rank) want = {Span{2 * owner, 2 * owner + 2}};  // "lower": the owner's early chunk only
+      if (i > 0 && owner < rank) want = {Span{2 * owner, 2 * owner + 2}};  // half-kv: the owner's early chunk only
       REQUIRE(rs.kv_read.size() == want.size());
       for (std::size_t j = 0; j < want.size(); ++j) {
         CHECK(rs.kv_read[j].lo == want[j].lo);
         CHECK(rs.kv_read[j].hi == want[j].hi);
       }
       CHECK(rs.blocks.front().kind == (i == 0         ? BlockKind::diagonal
-                                       : owner < rank ? BlockKind::lower
-                                                      : BlockKind::upper));
+                                       : owner < rank ? BlockKind::half_kv
+                                                      : BlockKind::half_q));
       CHECK(rs.pairs == r.config.problem.heads * ring_step_pairs(L)[rank][i]);
     }
 }

@@ -7,9 +7,9 @@ namespace cpsim {
 const char* block_kind_name(BlockKind k) {
   switch (k) {
     case BlockKind::diagonal: return "diagonal";
-    case BlockKind::lower:
+    case BlockKind::half_kv:
       return "half-kv";
-    case BlockKind::upper:
+    case BlockKind::half_q:
       return "half-q";
     case BlockKind::full: return "full";
     case BlockKind::skipped: return "skipped";

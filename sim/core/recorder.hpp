@@ -19,13 +19,13 @@ namespace cpsim {
 class ByteWriter;
 class ByteReader;
 
-// The sub-block an attention call covers (Transformer Engine's zigzag ring rule, reference-facts.md), and the
-// name it is shown by (block_kind_name):
+// The sub-block an attention call covers (Transformer Engine's zigzag ring rule, reference-facts.md), shown by
+// block_kind_name as "diagonal", "half-kv", ...:
 //   diagonal: a causal block on the diagonal (partly masked), full: wholly visible,
-//   lower, "half-kv": both local Q chunks x the owner's early K/V chunk (an owner before this rank),
-//   upper, "half-q": the late local Q chunk x both of the owner's K/V chunks (an owner after this rank),
+//   half_kv: both local Q chunks x half of the owner's K/V, its early chunk (an owner before this rank),
+//   half_q: half of the local Q, the late chunk, x both of the owner's K/V chunks (an owner after this rank),
 //   skipped: wholly masked, nothing computed.
-enum class BlockKind : std::uint8_t { diagonal, lower, upper, full, skipped };
+enum class BlockKind : std::uint8_t { diagonal, half_kv, half_q, full, skipped };
 const char* block_kind_name(BlockKind k);
 
 struct WorkCounts {

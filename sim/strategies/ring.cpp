@@ -34,7 +34,7 @@ RingBlock visible_block(const SeqLayout& layout, int rank, int owner, bool causa
   if (!causal) return {0, s, s, BlockKind::full};
   if (owner == rank) return {0, s, s, BlockKind::diagonal};
   if (layout.sharding() == Sharding::zigzag)
-    return owner < rank ? RingBlock{0, s, t, BlockKind::lower} : RingBlock{t, t, s, BlockKind::upper};
+    return owner < rank ? RingBlock{0, s, t, BlockKind::half_kv} : RingBlock{t, t, s, BlockKind::half_q};
   return owner < rank ? RingBlock{0, s, s, BlockKind::full} : RingBlock{};
 }
 

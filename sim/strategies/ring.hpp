@@ -11,8 +11,8 @@ namespace cpsim {
 // zigzag chunk (the two halves h0, h1 of a rank's 2t rows):
 //   full attention     every step: all rows x all rows, full
 //   owner == rank      all rows x all rows, causal: diagonal
-//   zigzag, owner < r  Q[h0, h1] x KV[h0]: both query chunks see the owner's early chunk only, lower
-//   zigzag, owner > r  Q[h1] x KV[h0, h1]: only the late query chunk sees the owner, upper
+//   zigzag, owner < r  Q[h0, h1] x KV[h0]: both query chunks see the owner's early chunk only, half_kv
+//   zigzag, owner > r  Q[h1] x KV[h0, h1]: only the late query chunk sees the owner, half_q
 //   contiguous         owner < r: all x all, full;  owner > r: every key is later than every query, skipped
 // With zigzag every step costs every rank 2t^2 visible pairs (step 0: 2t^2 + t), hence the balance.
 struct RingBlock {
