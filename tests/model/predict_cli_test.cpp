@@ -1,4 +1,4 @@
-// `cpsim predict`: the seed's table by default, the same numbers as the model in --json, one-line errors.
+// `cpsim predict`: the blog post's table by default, the same numbers as the model in --json, one-line errors.
 // (Numbers are read from the JSON as text: Boost's numeric getters trip -Wmaybe-uninitialized in sanitizer builds.)
 #include <doctest/doctest.h>
 
@@ -17,7 +17,7 @@ using namespace cpsim;
 using cpsim::test::count_lines;
 using cpsim::test::run_cli;
 
-TEST_CASE("cpsim predict prints the seed blog's table: five lengths, five strategies, times, memory, the fastest") {
+TEST_CASE("cpsim predict prints the blog post's table: five lengths, five strategies, times, memory, the fastest") {
   const auto r = run_cli("predict", "predict_default");
   REQUIRE(r.rc == 0);
   for (const char* s :
@@ -90,7 +90,7 @@ TEST_CASE("cpsim predict --print-machine prints a preset that loads back as the 
   const auto r = run_cli("predict --print-machine h100-ib", "predict_machine");
   REQUIRE(r.rc == 0);
   const model::Machine printed = model::parse_machine(r.out, "printed"), preset = model::load_machine("h100-ib");
-  CHECK(printed.inter.gbps == preset.inter.gbps);
+  CHECK(printed.inter.p2p_gbps == preset.inter.p2p_gbps);
   CHECK(printed.sources.size() == preset.sources.size());
 }
 
