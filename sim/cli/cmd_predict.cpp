@@ -222,6 +222,8 @@ struct Printer {
     j.key("rows").begin_array();
     for (std::size_t i = 0; i < spec.seqs.size(); ++i) {
       j.begin_object().key("seq").value(spec.seqs[i]).key("single_gpu_ms").value(t.single_total_us[i] / 1e3);
+      j.key("single_gpu_forward_tflops").value(t.single_forward_tflops[i]);
+      j.key("single_gpu_backward_tflops").value(t.single_backward_tflops[i]);
       const int bf = model::fastest(t, i, cols(), false), bt = model::fastest(t, i, cols(), true);
       j.key("fastest_forward").value(bf >= 0 ? labels[static_cast<std::size_t>(bf)] : "");
       if (spec.backward) j.key("fastest_total").value(bt >= 0 ? labels[static_cast<std::size_t>(bt)] : "");

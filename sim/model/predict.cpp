@@ -120,6 +120,11 @@ double single_gpu_us(const Problem& p, const Machine& m, bool backward) {
   return t;
 }
 
+double single_gpu_tflops(const Problem& p, const Machine& m, bool backward) {
+  const Op op = square_attention(p.batch * p.heads, p.seq, p.head_dim, p.causal, backward);
+  return op.flops / attention_us(m, op) / 1e6;
+}
+
 Problem problem_for(const Problem& base, const StrategyChoice& c) {
   Problem p = base;
   p.a2a = c.kind == StrategyKind::hybrid ? c.a2a : 0;
@@ -180,6 +185,8 @@ PredictTable predict(const PredictSpec& spec) {
     check_model_shape(p);
     const double single = single_gpu_us(p, spec.machine, spec.backward);
     t.single_total_us.push_back(single);
+    t.single_forward_tflops.push_back(single_gpu_tflops(p, spec.machine, false));
+    t.single_backward_tflops.push_back(single_gpu_tflops(p, spec.machine, true));
     for (const auto& c : spec.strategies) {
       Counted counted = count_cell(p, c, spec.backward);
       t.cells.push_back(time_cell(counted, spec.machine, spec.backward, single));

@@ -75,6 +75,7 @@ struct PredictSpec {
 struct PredictTable {
   std::vector<Cell> cells;              // seq-major, strategies in the order asked
   std::vector<double> single_total_us;  // per seq: the whole problem on one device (forward [+ backward])
+  std::vector<double> single_forward_tflops, single_backward_tflops;  // per seq: that device's kernel rates
   std::vector<Counted> counted;         // when keep_programs: per cell
 };
 
@@ -82,6 +83,8 @@ struct PredictTable {
 Cell predict_cell(const Problem& p, const StrategyChoice& c, const Machine& m, bool backward, double single_us);
 // The whole problem on one device of the machine, the plain kernel: forward [+ backward] time.
 double single_gpu_us(const Problem& p, const Machine& m, bool backward);
+// That kernel's rate, useful TFLOP/s (flops / time, launch included), forward or backward.
+double single_gpu_tflops(const Problem& p, const Machine& m, bool backward);
 PredictTable predict(const PredictSpec& spec);
 
 // The fastest valid cell of a row (a sequence length), by forward + backward time or by forward time; -1 if none.
