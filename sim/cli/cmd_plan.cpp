@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "sim/cli/cli.hpp"
+#include "sim/cli/model_options.hpp"
 #include "sim/cli/model_text.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
@@ -11,8 +12,6 @@
 
 namespace cpsim::cli {
 namespace {
-
-constexpr int kMaxRanks = 1024;  // one thread each in the counting run
 
 std::string gib(std::int64_t bytes) {
   return fixed(static_cast<double>(bytes) / 1e9, 1);
@@ -85,62 +84,37 @@ void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_
 int cmd_plan(const std::vector<std::string>& args) {
   po::options_description desc(
       "cpsim plan: the fastest strategies, meshes and shardings for a model shape that fit a GPU's memory");
-  std::string machine = "h100-sxm-8", seq = "128K", dtype = "bf16";
-  int ranks = 8, layers = 0, top = 5;
-  std::int64_t batch = 1, heads = 32, kv_heads = 0, head_dim = 128, hidden = 0;
-  std::string presets;
-  for (const auto& n : model::machine_preset_names()) presets += n + " | ";
-  presets += "FILE.json";
-  desc.add_options()                                                                                    //
-      ("machine", po::value(&machine)->default_value(machine), presets.c_str())                         //
-      ("ranks,C", po::value(&ranks)->default_value(ranks), "context-parallel ranks C")                  //
-      ("seq,S", po::value(&seq)->default_value(seq), "sequence length (K, M = 1024, 1024^2)")           //
-      ("batch,B", po::value(&batch)->default_value(batch), "batch B")                                   //
-      ("heads,N", po::value(&heads)->default_value(heads), "query heads Nq")                            //
-      ("kv-heads", po::value(&kv_heads)->default_value(kv_heads), "KV heads Nkv (0: same as --heads)")  //
-      ("head-dim,D", po::value(&head_dim)->default_value(head_dim), "head dim D")                       //
-      ("dtype", po::value(&dtype)->default_value(dtype), "bf16 | f32 | f64")                            //
+  std::string seq = "128K";
+  int layers = 0, top = 5;
+  std::int64_t hidden = 0;
+  ModelShapeOptions shape;
+  shape.heads = 32;
+  add_model_shape_options(desc, shape);
+  desc.add_options()                                                                           //
+      ("seq,S", po::value(&seq)->default_value(seq), "sequence length (K, M = 1024, 1024^2)")  //
       ("layers", po::value(&layers)->default_value(layers),
        "transformer layers whose activations also fill the GPU (with --hidden)")                        //
       ("hidden", po::value(&hidden)->default_value(hidden), "the model's hidden size (with --layers)")  //
       ("top", po::value(&top)->default_value(top), "how many of the fastest to list")                   //
-      ("full", "attention without the causal mask")                                                     //
-      ("forward-only", "plan for the forward pass only")                                                //
       ("json", "print one JSON object");
   po::variables_map vm;
   if (!parse("plan", desc, args, vm)) return 0;
-  require(ranks >= 1 && ranks <= kMaxRanks,
-          "--ranks must be between 1 and " + std::to_string(kMaxRanks) + " (got " + std::to_string(ranks) + ")",
-          "use --ranks 8");
   require(layers >= 0 && hidden >= 0, "--layers and --hidden count something, so they cannot be negative",
           "use --layers 32 --hidden 4096");
   require((layers > 0) == (hidden > 0), "activations need both the layer count and the hidden size",
           "give --layers and --hidden together (e.g. --layers 32 --hidden 4096)");
   require(top >= 1, "--top must be at least 1 (got " + std::to_string(top) + ")", "use --top 5");
   model::PlanSpec spec;
-  spec.machine = model::load_machine(machine);
+  spec.machine = model::load_machine(shape.machine);
   spec.backward = vm.count("forward-only") == 0;
   spec.layers = layers;
   spec.hidden = hidden;
-  Problem& p = spec.problem;
-  p.ranks = ranks;
-  p.batch = batch;
-  p.heads = heads;
-  p.kv_heads = kv_heads == 0 ? heads : kv_heads;
-  p.head_dim = head_dim;
-  p.dtype = parse_dtype(dtype);
-  p.causal = vm.count("full") == 0;
-  p.seq = static_cast<std::int64_t>(parse_size("seq", seq));
-  model::check_fits(spec.machine, ranks);
-  model::check_model_shape(p);
+  spec.problem = model_problem(shape, vm, spec.machine);
+  spec.problem.seq = static_cast<std::int64_t>(parse_size("seq", seq));
   // Shape errors every candidate shares (head counts, a length no layout cuts) are the user's to fix.
-  Problem probe = p;
+  Problem probe = spec.problem;
   probe.sharding = Sharding::contiguous;
-  try {
-    validate(probe, StrategyKind::ring);
-  } catch (const UsageError& e) {
-    throw UsageError(model::in_predict_terms(e.what()));
-  }
+  validate_model_problem(probe, StrategyKind::ring);
   const model::Plan plan = model::plan(spec);
   if (vm.count("json"))
     print_json(spec, plan, static_cast<std::size_t>(top));

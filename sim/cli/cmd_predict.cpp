@@ -9,6 +9,7 @@
 #include <set>
 
 #include "sim/cli/cli.hpp"
+#include "sim/cli/model_options.hpp"
 #include "sim/cli/model_text.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
@@ -24,8 +25,6 @@ namespace {
 using model::Cell;
 using model::PredictSpec;
 using model::PredictTable;
-
-constexpr int kMaxRanks = 1024;  // one thread each in the counting run
 
 // What a table shows of a cell, in its printed unit.
 enum class Value { forward, total, exposed, memory, efficiency };
@@ -276,45 +275,20 @@ RunResult modeled_run(const Problem& base, const model::StrategyChoice& c, const
   return r;
 }
 
-// validate() in the words of predict's flags.
-void validate_for_predict(const Problem& p, StrategyKind kind) {
-  try {
-    validate(p, kind);
-  } catch (const UsageError& e) {
-    throw UsageError(model::in_predict_terms(e.what()));
-  }
-}
-
-std::string preset_list() {
-  std::string list;
-  for (const auto& n : model::machine_preset_names()) list += n + " | ";
-  return list + "FILE.json";
-}
-
 int cmd_predict(const std::vector<std::string>& args) {
   po::options_description desc("cpsim predict: modeled times of every strategy on a machine model (docs/model.md)");
   std::string trace_path, html_path, compare_path;
-  std::string machine = "h100-sxm-8", print_machine, seqs = "16K,32K,64K,128K,256K", seq, strategies, dtype = "bf16",
-              sharding = "zigzag";
-  int ranks = 8;
-  std::int64_t batch = 1, heads = 64, kv_heads = 0, head_dim = 128;
+  std::string print_machine, seqs = "16K,32K,64K,128K,256K", seq, strategies, sharding = "zigzag";
+  ModelShapeOptions shape;
+  add_model_shape_options(desc, shape);
   desc.add_options()                                                                                              //
-      ("machine", po::value(&machine)->default_value(machine), preset_list().c_str())                             //
       ("print-machine", po::value(&print_machine), "print a preset's JSON (with sources) and exit")               //
-      ("ranks,C", po::value(&ranks)->default_value(ranks), "context-parallel ranks C")                            //
       ("seqs", po::value(&seqs)->default_value(seqs), "sequence lengths, comma-separated (K, M = 1024, 1024^2)")  //
       ("seq,S", po::value(&seq), "one sequence length (instead of --seqs)")                                       //
       ("strategies", po::value(&strategies),
        "comma-separated: all_gather, ulysses, ring, hybrid:A (default: all_gather,ulysses,ring,hybrid:2,hybrid:4)")  //
-      ("batch,B", po::value(&batch)->default_value(batch), "batch B")                                                //
-      ("heads,N", po::value(&heads)->default_value(heads), "query heads Nq")                                         //
-      ("kv-heads", po::value(&kv_heads)->default_value(kv_heads), "KV heads Nkv (0: same as --heads; GQA)")          //
-      ("head-dim,D", po::value(&head_dim)->default_value(head_dim), "head dim D")                                    //
-      ("dtype", po::value(&dtype)->default_value(dtype), "bf16 | f32 | f64")                                         //
       ("sharding", po::value(&sharding)->default_value(sharding), "zigzag | contiguous")                             //
       ("kv-replicate", "ulysses/hybrid: copy each KV head onto A/Nkv ranks when A > Nkv")                            //
-      ("full", "attention without the causal mask")                                                                  //
-      ("forward-only", "model the forward pass only")                                                                //
       ("json", "print one JSON object")                                                                              //
       ("sensitivity",
        "under the table: each machine cost moved by -25% and +25%, the range of every time and "
@@ -336,24 +310,16 @@ int cmd_predict(const std::vector<std::string>& args) {
     std::cout << model::machine_preset_json(print_machine);
     return 0;
   }
-  require(ranks >= 1 && ranks <= kMaxRanks,
-          "--ranks must be between 1 and " + std::to_string(kMaxRanks) + " (got " + std::to_string(ranks) + ")",
-          "use --ranks 8");
   require(!(vm.count("seq") && !vm["seqs"].defaulted()), "--seq and --seqs both name the lengths",
           "give one: --seq 16K, or --seqs 16K,32K");
   PredictSpec spec;
-  spec.machine = model::load_machine(machine);
+  spec.machine = model::load_machine(shape.machine);
   spec.keep_programs = vm.count("sensitivity") > 0;
   spec.backward = vm.count("forward-only") == 0;
+  spec.problem = model_problem(shape, vm, spec.machine);
   Problem& p = spec.problem;
-  p.ranks = ranks;
-  p.batch = batch;
-  p.heads = heads;
-  p.kv_heads = kv_heads == 0 ? heads : kv_heads;
-  p.head_dim = head_dim;
-  p.dtype = parse_dtype(dtype);
+  const int ranks = p.ranks;
   p.sharding = parse_sharding(sharding);
-  p.causal = vm.count("full") == 0;
   p.kv_replicate = vm.count("kv-replicate") > 0;
   for (const auto& s : vm.count("seq") ? std::vector<std::string>{seq} : split_list(seqs)) {
     const auto n = static_cast<std::int64_t>(parse_size(vm.count("seq") ? "seq" : "seqs", s));
@@ -372,18 +338,16 @@ int cmd_predict(const std::vector<std::string>& args) {
   probe.kv_replicate = false;
   for (std::int64_t S : spec.seqs) {
     probe.seq = S;
-    model::check_model_shape(probe);
-    validate_for_predict(probe, StrategyKind::ring);
+    validate_model_problem(probe, StrategyKind::ring);
   }
   if (!trace_path.empty() || !html_path.empty()) {
     require(spec.seqs.size() == 1 && spec.strategies.size() == 1,
             "a modeled trace shows one run: --trace and --html need one length and one strategy",
             "use --seq 16K --strategies ring");
     if (!html_path.empty()) visualizer_dir();  // the page's files must be there before the model runs
-    model::check_fits(spec.machine, p.ranks);
     Problem one = model::problem_for(p, spec.strategies.front());
     one.seq = spec.seqs.front();
-    validate_for_predict(one, spec.strategies.front().kind);
+    validate_model_problem(one, spec.strategies.front().kind);
   }
   const PredictTable table = model::predict(spec);
   const model::Sensitivity sens = spec.keep_programs ? model::sensitivity(spec, table) : model::Sensitivity{};

@@ -186,6 +186,18 @@ std::string h100(const std::string& name, const std::string& description, bool c
   return preset_text(name, description, e);
 }
 
+// One HGX node as ring-flash-attention measured it: the hardware's entries, its FlashAttention-2 curves, NCCL's
+// latencies, the stack of ring-flash-attention.
+std::string ring_flash_attention_node(const std::string& name, const std::string& description, Entries e,
+                                      const Entries& kernels) {
+  add(e, kernels);
+  add(e, nccl_latencies());
+  add(e, unused_network());
+  add(e, {{"contention.comm_sms", 4, kCommSms}});
+  add(e, ring_flash_attention_stack());
+  return preset_text(name, description, e);
+}
+
 std::string h800() {
   Entries e = {
       {"nodes.ranks_per_node", 8, "8 H800 SXM GPUs per HGX H800 board"},
@@ -199,15 +211,10 @@ std::string h800() {
       {"intra.p2p_gbps", 160, "the same measurement; DeepSeek-V3 technical report: NVLink 160 GB/s"},
   };
   // The H800 is the H100's compute die (132 SMs, same clocks): FlashAttention-2 runs on it as on the H100.
-  add(e, fa2_kernels(1, 1, "unscaled (the H800 has the H100's SMs); "));
-  add(e, nccl_latencies());
-  add(e, unused_network());
-  add(e, {{"contention.comm_sms", 4, kCommSms}});
-  add(e, ring_flash_attention_stack());
-  return preset_text("h800-sxm-8",
-                     "one HGX H800 node: 8 GPUs on NVLink (160 GB/s), FlashAttention-2 kernels, merges and gradient "
-                     "sums in PyTorch as ring-flash-attention runs them",
-                     e);
+  return ring_flash_attention_node("h800-sxm-8",
+                                   "one HGX H800 node: 8 GPUs on NVLink (160 GB/s), FlashAttention-2 kernels, merges "
+                                   "and gradient sums in PyTorch as ring-flash-attention runs them",
+                                   e, fa2_kernels(1, 1, "unscaled (the H800 has the H100's SMs); "));
 }
 
 std::string a100() {
@@ -225,17 +232,14 @@ std::string a100() {
       {"intra.p2p_gbps", 230,
        "p2pBandwidthLatencyTest on 8x A100: 430-520 GB/s both ways, 215-260 one way (nccl-tests issue 149)"},
   };
-  add(e, fa2_kernels(205.3 / 333.9, 174.4 / 287.0,
-                     "scaled to ring-flash-attention's one-GPU A100 run at 8K (205.3 / 333.9 forward, 174.4 / 287.0 "
-                     "backward; the shape over S assumed as on the H100); "));
-  add(e, nccl_latencies());
-  add(e, unused_network());
-  add(e, {{"contention.comm_sms", 4, kCommSms}});
-  add(e, ring_flash_attention_stack());
-  return preset_text("a100-sxm-8",
-                     "one HGX A100 node: 8 GPUs on NVLink 3, FlashAttention-2 kernels, merges and gradient sums in "
-                     "PyTorch as ring-flash-attention runs them",
-                     e);
+  return ring_flash_attention_node(
+      "a100-sxm-8",
+      "one HGX A100 node: 8 GPUs on NVLink 3, FlashAttention-2 kernels, merges and gradient sums in PyTorch as "
+      "ring-flash-attention runs them",
+      e,
+      fa2_kernels(205.3 / 333.9, 174.4 / 287.0,
+                  "scaled to ring-flash-attention's one-GPU A100 run at 8K (205.3 / 333.9 forward, 174.4 / 287.0 "
+                  "backward; the shape over S assumed as on the H100); "));
 }
 
 std::string local_cpu() {
