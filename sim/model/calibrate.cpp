@@ -207,7 +207,11 @@ void fit_attention(Fitter& f, const AttentionBench& b) {
     full.tflops *= fitted.tflops / old;
     // Install the head dim's curves (replacing a listed one, or adding it), then record the fitted fields.
     auto& ks = m.kernels;
-    if (ks.size() == 1 && ks.front().head_dim == 0) ks.clear();  // the first format's one curve becomes D's
+    if (ks.size() == 1 && ks.front().head_dim == 0) {  // the first format's one curve becomes D's
+      ks.clear();
+      for (const char* f : {"forward_tflops", "forward_half_len", "backward_tflops", "backward_half_len"})
+        m.sources.erase(std::string("attention.") + f);
+    }
     auto it = std::find_if(ks.begin(), ks.end(), [&](const KernelCurves& c) { return c.head_dim == k.head_dim; });
     if (it == ks.end()) {
       ks.push_back(k);

@@ -147,3 +147,18 @@ TEST_CASE("cpsim calibrate refuses input that is not what it names, in one line 
     CHECK(r.err.find(says) != std::string::npos);
   }
 }
+
+TEST_CASE("cpsim calibrate on a machine of the first format gives it kernel curves of the bench's head dim") {
+  const Machine known = load_machine("h100-sxm-8");
+  const auto r =
+      run_cli("calibrate --machine local-cpu --gpu-attention " + put("attn_cpu.json", attention_output(known)),
+              "calibrate_cpu");
+  REQUIRE(r.rc == 0);
+  const Machine got = parse_machine(r.out, "stdout");
+  REQUIRE(got.kernels.size() == 1);
+  CHECK(got.kernels[0].head_dim == 128);
+  CHECK(got.kernels[0].forward_causal.tflops ==
+        doctest::Approx(known.curves_for(128).forward_causal.tflops).epsilon(0.01));
+  CHECK(got.sources.count("attention.forward_tflops") == 0);  // the first format's curve is gone, and its source
+  CHECK(got.intra.collective_gbps == load_machine("local-cpu").intra.collective_gbps);
+}
