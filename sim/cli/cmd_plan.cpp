@@ -88,7 +88,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   int layers = 0, top = 5;
   std::int64_t hidden = 0;
   ModelShapeOptions shape;
-  shape.heads = 32;
+  shape.shape.heads = 32;
   add_model_shape_options(desc, shape);
   desc.add_options()                                                                           //
       ("seq,S", po::value(&seq)->default_value(seq), "sequence length (K, M = 1024, 1024^2)")  //
@@ -109,7 +109,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   spec.backward = vm.count("forward-only") == 0;
   spec.layers = layers;
   spec.hidden = hidden;
-  spec.problem = model_problem(shape, vm, spec.machine);
+  spec.problem = model_problem(shape, vm, 0, spec.machine);
   spec.problem.seq = static_cast<std::int64_t>(parse_size("seq", seq));
   // Shape errors every candidate shares (head counts, a length no layout cuts) are the user's to fix.
   Problem probe = spec.problem;

@@ -278,17 +278,15 @@ RunResult modeled_run(const Problem& base, const model::StrategyChoice& c, const
 int cmd_predict(const std::vector<std::string>& args) {
   po::options_description desc("cpsim predict: modeled times of every strategy on a machine model (docs/model.md)");
   std::string trace_path, html_path, compare_path;
-  std::string print_machine, seqs = "16K,32K,64K,128K,256K", seq, strategies, sharding = "zigzag";
+  std::string print_machine, seqs = "16K,32K,64K,128K,256K", seq, strategies;
   ModelShapeOptions shape;
-  add_model_shape_options(desc, shape);
+  add_model_shape_options(desc, shape, kFlagSharding | kFlagKvReplicate);
   desc.add_options()                                                                                              //
       ("print-machine", po::value(&print_machine), "print a preset's JSON (with sources) and exit")               //
       ("seqs", po::value(&seqs)->default_value(seqs), "sequence lengths, comma-separated (K, M = 1024, 1024^2)")  //
       ("seq,S", po::value(&seq), "one sequence length (instead of --seqs)")                                       //
       ("strategies", po::value(&strategies),
        "comma-separated: all_gather, ulysses, ring, hybrid:A (default: all_gather,ulysses,ring,hybrid:2,hybrid:4)")  //
-      ("sharding", po::value(&sharding)->default_value(sharding), "zigzag | contiguous")                             //
-      ("kv-replicate", "ulysses/hybrid: copy each KV head onto A/Nkv ranks when A > Nkv")                            //
       ("json", "print one JSON object")                                                                              //
       ("sensitivity",
        "under the table: each machine cost moved by -25% and +25%, the range of every time and "
@@ -316,11 +314,9 @@ int cmd_predict(const std::vector<std::string>& args) {
   spec.machine = model::load_machine(shape.machine);
   spec.keep_programs = vm.count("sensitivity") > 0;
   spec.backward = vm.count("forward-only") == 0;
-  spec.problem = model_problem(shape, vm, spec.machine);
+  spec.problem = model_problem(shape, vm, kFlagSharding | kFlagKvReplicate, spec.machine);
   Problem& p = spec.problem;
   const int ranks = p.ranks;
-  p.sharding = parse_sharding(sharding);
-  p.kv_replicate = vm.count("kv-replicate") > 0;
   for (const auto& s : vm.count("seq") ? std::vector<std::string>{seq} : split_list(seqs)) {
     const auto n = static_cast<std::int64_t>(parse_size(vm.count("seq") ? "seq" : "seqs", s));
     require(n >= 1, "every sequence length must be at least 1 (got " + s + ")", "use --seqs 16K,32K");
