@@ -106,10 +106,11 @@ int run_lesson(int argc, char** argv) {
 
   lesson::banner(4, "why the slowest rank sets the pace");
   lesson::say(
-      "A ring step ends with an exchange: rank r cannot start step i+1 before rank r-1 has sent the "
-      "block it needs, and so on around the ring. Every step therefore lasts as long as its busiest "
-      "rank's block, and a rank with less to do waits for the rest. From the work each rank counted per "
-      "step, in visible pairs:");
+      "A rank cannot start a step before the K/V block it needs has come from rank r-1, and no rank can "
+      "finish before it has done all its own work, so the ring lasts at least as long as its busiest rank's "
+      "work. Here that rank's block is as large as any at every step, so nothing else holds it back: the ring "
+      "lasts exactly its work, and every other rank is idle for the difference. From the work each rank "
+      "counted per step, in visible pairs:");
   std::vector<std::int64_t> most(static_cast<std::size_t>(C), 0);
   for (int i = 0; i < C; ++i)
     for (const RankReport& rk : r.ranks)
@@ -127,13 +128,16 @@ int run_lesson(int argc, char** argv) {
     std::cout << "  " << lesson::pad(std::to_string(rk.rank), 6) << lesson::pad(std::to_string(work), 7)
               << critical - work << "\n";
   }
+  std::cout << "  works: its visible pairs; waits: the pairs' worth of time it is idle before\n"
+               "  the ring ends (for a block still on its way, or after its own last block)\n";
   const double busy = static_cast<double>(total) / static_cast<double>(C * critical);
   std::cout << "\n";
   lesson::expect(critical == pairs.back(), "the last rank's work is the critical path");
   lesson::expect(never_waits == 1, "only the last rank never waits");
   lesson::say("The ring lasts as long as rank " + std::to_string(C - 1) + "'s " + std::to_string(critical) +
-              " pairs; it is the only rank that never waits. The ranks do " + std::to_string(total) +
-              " pairs in all, so they are busy " + std::to_string(static_cast<int>(busy * 100 + 0.5)) +
+              " pairs, as busy as any rank at every step; it is the only rank that never waits. The ranks do " +
+              std::to_string(total) + " pairs in all, so they are busy " +
+              std::to_string(static_cast<int>(busy * 100 + 0.5)) +
               "% of that time. (Waits measured on this machine would mix this with how the operating system "
               "schedules the threads, so the lesson counts work instead.)");
   lesson::say("Lesson 5 cuts the sequence differently so that every rank does the same work at every step.");
