@@ -58,11 +58,16 @@ int run_lesson(int argc, char** argv) {
             << "              blocks per rank " << lesson::list(zb) << ", max/mean " << lesson::fixed(imbalance(zb), 2)
             << "\n\n";
   for (double b : zb) lesson::expect(b == 2 * C, "every zigzag rank's two chunks cost 2C blocks");
+  // Contiguous rank r computes r whole ring blocks (4 t x t blocks each) and one diagonal one (1 + 2 x 1/2 = 2).
+  for (std::size_t r = 0; r < kb.size(); ++r)
+    lesson::expect(kb[r] == 4.0 * static_cast<double>(kr[r]) - 2, "t x t blocks = 4 per ring block, 2 on the diagonal");
   lesson::say(
       "Lesson 3 counted the same contiguous case in ring blocks computed, a rank's queries against one "
       "rank's keys: " +
       lesson::list(std::vector<std::int64_t>(kr.begin(), kr.end())) +
-      ". Same work, another unit: a ring block is 2t x 2t, four t x t blocks (two on the diagonal).");
+      ". Same work, another unit: a ring block is 2t x 2t, four t x t blocks, so a wholly visible one counts 4 "
+      "and the diagonal one 2 (one whole, two halves, one masked): rank r's r + 1 ring blocks are 4r + 2 t x t "
+      "blocks.");
   lesson::say(
       "Rank r's two chunks cost r + 1/2 and (2C-1-r) + 1/2: always 2C blocks together. The causal grid "
       "(rows: query chunks, columns: key chunks):");
