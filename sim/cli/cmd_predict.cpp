@@ -318,7 +318,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   Problem& p = spec.problem;
   const int ranks = p.ranks;
   for (const auto& s : vm.count("seq") ? std::vector<std::string>{seq} : split_list(seqs)) {
-    const auto n = static_cast<std::int64_t>(parse_size(vm.count("seq") ? "seq" : "seqs", s));
+    const std::int64_t n = parse_seq(vm.count("seq") ? "seq" : "seqs", s);
     require(n >= 1, "every sequence length must be at least 1 (got " + s + ")", "use --seqs 16K,32K");
     spec.seqs.push_back(n);
   }
