@@ -222,7 +222,15 @@ TEST_CASE(
     CHECK(s.hi_us[k] > t.cells[k].total_us);
   }
   REQUIRE(sens["parameters"].arr.size() == s.params.size());
-  for (std::size_t i = 0; i < s.params.size(); ++i) CHECK(sens["parameters"].arr[i]["field"].str == s.params[i].field);
+  for (std::size_t i = 0; i < s.params.size(); ++i) {
+    CHECK(sens["parameters"].arr[i]["field"].str == s.params[i].field);
+    // Each move that changes a row's fastest choice is listed, and only those.
+    std::size_t changes = 0;
+    for (std::size_t row = 0; row < 2; ++row)
+      changes += (s.params[i].fastest_minus[row] != s.fastest_base[row]) +
+                 (s.params[i].fastest_plus[row] != s.fastest_base[row]);
+    CHECK(sens["parameters"].arr[i]["fastest_changes"].arr.size() == changes);
+  }
   // The kernel's rate is among the costs that matter; the network of a one-node machine is not.
   bool kernel = false;
   for (const auto& p : s.params) {
