@@ -1,6 +1,9 @@
 #include "sim/cli/problem_options.hpp"
 
 #include "sim/core/error.hpp"
+#ifdef CPSIM_HAVE_CUDA
+#include "sim/cuda/gpu_kernel.hpp"
+#endif
 
 namespace cpsim::cli {
 
@@ -20,6 +23,8 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o) {
       "full", "attention without the causal mask")(
       "backend", po::value(&o.backend)->default_value(o.backend),
       "threads | processes | mpi (under mpirun -np C; MPI builds) | cuda-threads | nccl (CUDA builds)")(
+      "kernel", po::value(&o.kernel)->default_value(o.kernel),
+      "cuda-threads, nccl: the attention kernels, auto | mma2 | mma1 | simt (docs/gpu.md)")(
       "backward", "run the backward pass too")("seed", po::value(&o.seed)->default_value(o.seed), "seed of the inputs")(
       "timeout", po::value(&o.timeout_s)->default_value(o.timeout_s),
       "seconds any rank may wait before a deadlock is reported");
@@ -47,6 +52,17 @@ RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm) {
   require(o.a2a >= 0, "--a2a must be 0 (pick) or a positive group size", "use --a2a 2");
   p.kv_replicate = vm.count("kv-replicate") > 0;
   validate(p, c.strategy);
+  c.gpu_kernel = o.kernel;
+  if (o.kernel != "auto") {
+    require(c.backend == Backend::cuda_threads || c.backend == Backend::nccl,
+            "--kernel chooses among the CUDA device's attention kernels (got --kernel " + o.kernel +
+                " with --backend " + o.backend + ")",
+            "use --backend cuda-threads or nccl, or leave --kernel out");
+#ifdef CPSIM_HAVE_CUDA
+    const std::string why = gpu_kernel_problem(parse_gpu_kernel(o.kernel), p.dtype, p.head_dim);
+    if (!why.empty()) throw UsageError(why);
+#endif
+  }
   return c;
 }
 

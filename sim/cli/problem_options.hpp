@@ -8,7 +8,7 @@
 namespace cpsim::cli {
 
 struct ProblemOptions {
-  std::string strategy = "ring", sharding = "zigzag", dtype = "f64", backend = "threads";
+  std::string strategy = "ring", sharding = "zigzag", dtype = "f64", backend = "threads", kernel = "auto";
   int ranks = 4, a2a = 0;
   std::int64_t batch = 1, seq = 64, heads = 4, kv_heads = 0, head_dim = 16;
   std::uint64_t seed = 1;

@@ -5,6 +5,7 @@
 //   launch_cuda_threads()     C ranks as host threads sharing one GPU (--backend cuda-threads)
 //   launch_nccl()             one process per GPU, NCCL between them (--backend nccl)
 //   make_cuda_device()        a rank's Device: bf16 and f32 buffers in GPU memory, tensor-core attention
+//                             (which kernels: GpuKernel, sim/cuda/gpu_kernel.hpp)
 // A rank started by either launcher must create its device with make_cuda_device(rec) (device_index -1): the device
 // then shares the GPU and the streams the launcher gave the rank, which is how communication is ordered against
 // compute (docs/gpu.md, "Streams").
@@ -16,6 +17,7 @@
 
 #include "sim/comm/launcher.hpp"
 #include "sim/core/dtype.hpp"
+#include "sim/cuda/gpu_kernel.hpp"
 #include "sim/kernels/device.hpp"
 
 namespace cpsim {
@@ -38,7 +40,7 @@ std::string cuda_runtime_problem();
 
 // The device of one rank. device_index -1: on a rank started by launch_cuda_threads / launch_nccl, the rank's GPU
 // and streams; elsewhere GPU 0 with streams of its own. Throws Error naming the cause when no GPU is usable.
-std::unique_ptr<Device> make_cuda_device(Recorder& rec, int device_index = -1);
+std::unique_ptr<Device> make_cuda_device(Recorder& rec, int device_index = -1, GpuKernel kernel = GpuKernel::automatic);
 
 // All C ranks on one GPU, as threads of this process, each with its own streams; messages are device-to-device
 // copies ordered by events. Any C >= 1 (memory permitting).
@@ -82,10 +84,14 @@ std::vector<double> download_doubles(Device& dev, const Buffer& src);
 struct GpuAttentionTiming {
   double fwd_ms = 0, bwd_ms = 0;        // best of the repetitions, kernel time (CUDA events)
   double fwd_flops = 0, bwd_flops = 0;  // useful flops (Device::attention_*: 4 D and 10 D per visible pair)
-  std::string fwd_path, bwd_path;       // which kernel ran ("mma" or "simt")
+  std::string fwd_path, bwd_path;       // which kernel ran ("mma2", "mma1" or "simt")
 };
-GpuAttentionTiming time_gpu_attention(std::int64_t seq, std::int64_t heads, std::int64_t head_dim, DType dtype,
-                                      int repetitions, int device_index = 0);
+struct GpuAttentionShape {
+  std::int64_t seq = 0, heads = 0, kv_heads = 0, head_dim = 0;  // B = 1
+  DType dtype = DType::bf16;
+};
+GpuAttentionTiming time_gpu_attention(const GpuAttentionShape& shape, GpuKernel kernel, int repetitions,
+                                      int device_index = 0);
 // TFLOP/s of C = A B (bf16 in, f32 accumulate) for n x n x n, best of a few runs; throws Error naming the cause
 // when cuBLAS cannot be loaded.
 double cublas_bf16_gemm_tflops(std::int64_t n, int device_index = 0);

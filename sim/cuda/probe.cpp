@@ -161,12 +161,12 @@ std::string cuda_runtime_problem() {
   return probe_gpus().problem;
 }
 
-std::unique_ptr<Device> make_cuda_device(Recorder& rec, int device_index) {
+std::unique_ptr<Device> make_cuda_device(Recorder& rec, int device_index, GpuKernel kernel) {
   if (auto gpu = cuda::RankGpu::current()) {
     if (device_index >= 0 && device_index != gpu->device())
       throw Error("make_cuda_device: this rank runs on GPU " + std::to_string(gpu->device()) + ", not GPU " +
                   std::to_string(device_index) + "; pass -1 to use the rank's GPU and streams");
-    return std::make_unique<cuda::CudaDevice>(rec, gpu);
+    return std::make_unique<cuda::CudaDevice>(rec, gpu, kernel);
   }
   const GpuProbe p = probe_gpus();
   if (!p.problem.empty()) throw Error(p.problem);
@@ -175,7 +175,7 @@ std::unique_ptr<Device> make_cuda_device(Recorder& rec, int device_index) {
     throw Error("GPU " + std::to_string(index) + " was asked for, but " + std::to_string(p.gpus.size()) +
                 " GPU(s) are visible; use a device index below " + std::to_string(p.gpus.size()));
   auto gpu = std::make_shared<cuda::RankGpu>(index, rec.rank(), std::chrono::seconds(120));
-  return std::make_unique<cuda::CudaDevice>(rec, std::move(gpu));
+  return std::make_unique<cuda::CudaDevice>(rec, std::move(gpu), kernel);
 }
 
 }  // namespace cpsim

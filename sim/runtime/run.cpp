@@ -121,7 +121,8 @@ std::string run_rank(const RunConfig& cfg, Communicator& comm) {
   if (cfg.step_hook) rec.set_step_hook([&](const std::string& phase, int step) { cfg.step_hook(comm, phase, step); });
   std::unique_ptr<Device> dev_owner;
 #ifdef CPSIM_HAVE_CUDA
-  if (on_gpu(cfg.backend)) dev_owner = make_cuda_device(rec);  // the launcher's GPU and streams
+  if (on_gpu(cfg.backend))  // the launcher's GPU and streams
+    dev_owner = make_cuda_device(rec, -1, parse_gpu_kernel(cfg.gpu_kernel));
 #endif
   if (!dev_owner) dev_owner = std::make_unique<CpuDevice>(rec);
   Device& dev = *dev_owner;

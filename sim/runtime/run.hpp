@@ -24,6 +24,7 @@ struct RunConfig {
   std::uint64_t seed = 1;
   bool tracing = false;
   std::string machine;  // a modeled run (`cpsim predict --trace`): the machine model's name; empty when measured
+  std::string gpu_kernel = "auto";  // GPU backends: the CUDA device's attention kernels (--kernel, GpuKernel)
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
   // Called on every rank at each step mark of the strategy (lessons pause here). May use the communicator.
   std::function<void(Communicator& comm, const std::string& phase, int step)> step_hook;

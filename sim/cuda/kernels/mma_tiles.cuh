@@ -1,7 +1,8 @@
 // Tile loads and mma fragment loads shared by the tensor-core forward and backward kernels.
 //
-// Tiles are kMmaRows rows of D bf16 values in shared memory, swizzled (swz, fragments.hpp, which also says where
-// each lane points ldmatrix). The ways to feed mma.sync (m16n8k16, A row-major 16x16, B 16x8 "col"):
+// Tiles are rows of D bf16 values in shared memory (kMmaRows rows unless a kernel asks for more), swizzled (swz,
+// fragments.hpp, which also says where each lane points ldmatrix). The ways to feed mma.sync (m16n8k16, A row-major
+// 16x16, B 16x8 "col"):
 //   load_a      A = X[r0..r0+15][16kk..16kk+15]           X a row-major tile (Q, K, V rows)
 //   load_b_nk   B[k][n] = Y[n][k]: S = X Y^T              Y a row-major tile whose rows are the n index (K for QK^T)
 //               two k-steps at once: {b[0], b[1]} = k-step 2kp, {b[2], b[3]} = k-step 2kp+1, n rows n0..n0+7
@@ -43,6 +44,17 @@ __device__ __forceinline__ void load_a_transposed(std::uint32_t (&a)[4], const b
   ldmatrix_x4_trans(a, lane_ptr<W>(tile, at_address(threadIdx.x & 31, w, kk)));
 }
 
+// One operand pattern of a tile of W values per row, as the mma2 kernels address it: the tile's shared-memory address
+// and this lane's byte offset at the origin (fragments.hpp, lane_bytes), computed once; at(r0, c0) is then the lane's
+// ldmatrix address for the fragment at row r0, chunk c0 (an xor and an immediate: tile_bytes).
+template <int W>
+struct LaneTile {
+  std::uint32_t base, lane;
+  __device__ __forceinline__ LaneTile(const bf16* tile, RowChunk at_origin)
+      : base(smem_addr(tile)), lane(lane_bytes(W, at_origin)) {}
+  __device__ __forceinline__ std::uint32_t at(int r0, int c0) const { return base + tile_bytes(W, r0, c0, lane); }
+};
+
 // The A operand of k-step kk from accumulators c[n-block][4] over the same 16 rows (n-blocks 2kk, 2kk+1).
 __device__ __forceinline__ void pack_a(std::uint32_t (&a)[4], const float (&c0)[4], const float (&c1)[4]) {
   a[0] = pack_bf16(c0[0], c0[1]);  // row g,   cols 2t, 2t+1
@@ -51,12 +63,12 @@ __device__ __forceinline__ void pack_a(std::uint32_t (&a)[4], const float (&c0)[
   a[3] = pack_bf16(c1[2], c1[3]);  // row g+8
 }
 
-// Starts copying `valid` rows (the rest zero-filled) of kMmaRows rows x D bf16 into a swizzled tile.
+// Starts copying `valid` rows (the rest zero-filled) of kRows rows x D bf16 into a swizzled tile.
 //   src: the first row; rows are row_stride elements apart. Every thread of the block takes part.
-template <int D, int kThreads>
+template <int D, int kThreads, int kRows = kMmaRows>
 __device__ __forceinline__ void load_tile_async(bf16* tile, const bf16* src, std::int64_t row_stride, int valid) {
   constexpr int kChunks = D / 8;
-  for (int c = threadIdx.x; c < kMmaRows * kChunks; c += kThreads) {
+  for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
     const int r = c / kChunks, ch = c % kChunks;
     const bool ok = r < valid;
     cp_async_16(tile + swz(D, r, ch), ok ? src + r * row_stride + ch * 8 : src, ok ? 16 : 0);
