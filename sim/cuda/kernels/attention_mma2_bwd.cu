@@ -32,12 +32,7 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kBr = kMmaRows, kBc = kMmaRows;
-
-template <int D>
-constexpr int backward2_smem_bytes() {
-  // k, v; q, dout x 2 stages; ds^T; lse, Di (f32) and positions (i64) x 2 stages
-  return (2 * kBc * D + 4 * kBr * D + kBc * kBr) * 2 + 2 * kBr * (4 + 4 + 8);
-}
+static_assert(kBr == BackwardSmem<64>::kRows && kBc == BackwardSmem<64>::kRows, "the tiles BackwardSmem holds");
 
 // dst[0..1] += (x, y): one vector atomic on sm_90, two scalar ones before.
 __device__ __forceinline__ void atomic_add2(float* dst, float x, float y) {
@@ -52,14 +47,8 @@ __device__ __forceinline__ void atomic_add2(float* dst, float x, float y) {
 template <int D>
 __global__ void __launch_bounds__(kThreads, 2) backward_mma2(AttentionArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
-  bf16* s_k = reinterpret_cast<bf16*>(smem);
-  bf16* s_v = s_k + kBc * D;
-  bf16* s_q = s_v + kBc * D;                                               // [2][kBr][D]
-  bf16* s_do = s_q + 2 * kBr * D;                                          // [2][kBr][D]
-  bf16* s_ds = s_do + 2 * kBr * D;                                         // [kBc][kBr]: ds^T, swizzled rows of 64
-  float* s_lse = reinterpret_cast<float*>(s_ds + kBc * kBr);               // [2][kBr]
-  float* s_di = s_lse + 2 * kBr;                                           // [2][kBr]
-  std::int64_t* s_qpos = reinterpret_cast<std::int64_t*>(s_di + 2 * kBr);  // [2][kBr]
+  const BackwardSmem<D> sm(smem);  // mma_tiles.cuh: k, v; q, dout, lse, Di, positions x 2 stages; ds^T
+  bf16 *s_k = sm.k, *s_v = sm.v, *s_q = sm.q, *s_do = sm.dout, *s_ds = sm.ds;
 
   const int h = blockIdx.x, b = blockIdx.y, kt = blockIdx.z;
   const int kvh = h / a.group;
@@ -87,18 +76,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma2(AttentionArgs a) {
   const LaneTile<D> v_a2(s_v, a_address(lane, 0, 0));  // where V is not held
 
   auto load_step = [&](int step, int stage) {
-    const int i0 = (qt0 + step) * kBr, valid = min(kBr, sq - i0);
-    load_tile_async<D, kThreads>(s_q + stage * kBr * D, at<const bf16>(a.q, b, i0, h), a.q.row_stride, valid);
-    load_tile_async<D, kThreads>(s_do + stage * kBr * D, at<const bf16>(a.dout, b, i0, h), a.dout.row_stride, valid);
-    const int i = threadIdx.x;
-    if (i < kBr) {
-      const bool ok = i < valid;
-      const float* lse = at<const float>(a.lse, b, i0, h) + (ok ? i * a.lse.row_stride : 0);
-      const float* di = a.di + (static_cast<std::int64_t>(b) * a.q.nh + h) * sq + i0 + (ok ? i : 0);
-      cp_async_4(s_lse + stage * kBr + i, lse, ok ? 4 : 0);
-      cp_async_4(s_di + stage * kBr + i, di, ok ? 4 : 0);
-      cp_async_8(s_qpos + stage * kBr + i, a.q_pos + i0 + (ok ? i : 0), ok ? 8 : 0);
-    }
+    sm.template load_query_tile<kThreads>(a, stage, b, h, (qt0 + step) * kBr);
   };
 
   const float sl2 = a.scale * kLog2e;
@@ -140,9 +118,9 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma2(AttentionArgs a) {
     __syncthreads();
     const int i0 = (qt0 + step) * kBr, rows = min(kBr, sq - i0);
     const int q_stage = stage * kBr;  // the stage's first row in s_q and s_do
-    const float* lse = s_lse + stage * kBr;
-    const float* di = s_di + stage * kBr;
-    const std::int64_t* qpos = s_qpos + stage * kBr;
+    const float* lse = sm.lse + stage * kBr;
+    const float* di = sm.di + stage * kBr;
+    const std::int64_t* qpos = sm.qpos + stage * kBr;
 
     // Steps 1-7 for one slice of 16 queries at a time (not unrolled), so that only that slice's s^T and dp^T are
     // live (8 registers each instead of 32): what lets K and V stay in registers at head dim 128.
@@ -164,8 +142,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma2(AttentionArgs a) {
       for (int kk = 0; kk < D / 16; ++kk) {
         std::uint32_t bq[4];
         ldmatrix_x4(bq, q_nk.at(q0, 2 * kk));
-        mma_bf16(st[0], kf[kk], bq[0], bq[1]);
-        mma_bf16(st[1], kf[kk], bq[2], bq[3]);
+        mma_bf16_x2(st[0], st[1], kf[kk], bq);
       }
       // 2. p^T = exp(scale s - lse), 0 where masked or where the query sees no key (lse = -inf, taken as +inf).
 #pragma unroll
@@ -180,13 +157,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma2(AttentionArgs a) {
       // 3. dv += p^T dout: the slice is one k-step of the product over queries.
       std::uint32_t pa[4];
       pack_a(pa, st[0], st[1]);
-#pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        std::uint32_t bd[4];
-        ldmatrix_x4_trans(bd, do_kn.at(q0, 2 * dp));
-        mma_bf16(dv[2 * dp], pa, bd[0], bd[1]);
-        mma_bf16(dv[2 * dp + 1], pa, bd[2], bd[3]);
-      }
+      mma_rows_kn<D>(dv, pa, do_kn, q0);
       // 4. dp^T = v dout^T
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
@@ -198,8 +169,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma2(AttentionArgs a) {
           ldmatrix_x4(va, v_a2.at(16 * warp, 2 * kk));
         }
         ldmatrix_x4(bd, do_nk.at(q0, 2 * kk));
-        mma_bf16(dpt[0], va, bd[0], bd[1]);
-        mma_bf16(dpt[1], va, bd[2], bd[3]);
+        mma_bf16_x2(dpt[0], dpt[1], va, bd);
       }
       // 5. ds^T = scale p^T (dp^T - Di), kept in st.
 #pragma unroll
@@ -209,13 +179,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma2(AttentionArgs a) {
       // 6. dk += ds^T q
       std::uint32_t da[4];
       pack_a(da, st[0], st[1]);
-#pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        std::uint32_t bq[4];
-        ldmatrix_x4_trans(bq, q_kn.at(q0, 2 * dp));
-        mma_bf16(dk[2 * dp], da, bq[0], bq[1]);
-        mma_bf16(dk[2 * dp + 1], da, bq[2], bq[3]);
-      }
+      mma_rows_kn<D>(dk, da, q_kn, q0);
       // 7. ds^T to shared memory (the slice's two n-blocks of the [64 keys][64 queries] tile), for the dq product.
 #pragma unroll
       for (int nb = 0; nb < 2; ++nb)
@@ -239,8 +203,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma2(AttentionArgs a) {
       for (int kk = 0; kk < kBc / 16; ++kk) {
         std::uint32_t bk[4];
         ldmatrix_x4_trans(bk, k_kn.at(16 * kk, 2 * dp));
-        mma_bf16(acc[0], dsa[kk], bk[0], bk[1]);
-        mma_bf16(acc[1], dsa[kk], bk[2], bk[3]);
+        mma_bf16_x2(acc[0], acc[1], dsa[kk], bk);
       }
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -299,29 +262,17 @@ __global__ void add_group_sums(AttentionArgs a) {
   }
 }
 
-template <int D>
-cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
-  if (a.group > 1 && (a.dk_part == nullptr || a.dv_part == nullptr)) return cudaErrorInvalidValue;
-  constexpr int bytes = backward2_smem_bytes<D>();
-  const cudaError_t e = cudaFuncSetAttribute(backward_mma2<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e != cudaSuccess) return e;
-  const dim3 grid(a.q.nh, a.q.nb, (a.k.ns + kBc - 1) / kBc);
-  backward_mma2<D><<<grid, kThreads, bytes, stream>>>(a);
-  if (a.group > 1) add_group_sums<D><<<dim3(a.k.ns, a.k.nb), 256, 0, stream>>>(a);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 cudaError_t launch_backward_mma2(const AttentionArgs& a, cudaStream_t stream) {
-  switch (a.q.d) {
-    case 64:
-      return launch<64>(a, stream);
-    case 128:
-      return launch<128>(a, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (a.group > 1 && (a.dk_part == nullptr || a.dv_part == nullptr)) return cudaErrorInvalidValue;
+  return for_head_dim(a.q.d, [&]<int D>() {
+    const dim3 grid(a.q.nh, a.q.nb, (a.k.ns + kBc - 1) / kBc);
+    const cudaError_t e = launch_mma(backward_mma2<D>, grid, kThreads, BackwardSmem<D>::bytes(), a, stream);
+    if (e != cudaSuccess || a.group == 1) return e;
+    add_group_sums<D><<<dim3(a.k.ns, a.k.nb), 256, 0, stream>>>(a);  // then the GQA group sums
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace cpsim::cuda

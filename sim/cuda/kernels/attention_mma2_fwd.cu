@@ -129,8 +129,7 @@ __global__ void __launch_bounds__(kThreads, 2) forward_mma2(AttentionArgs a) {
           ldmatrix_x4(bk, k_lanes.at(16 * np, 2 * kk));
 #pragma unroll
           for (int mt = 0; mt < kMt; ++mt) {
-            mma_bf16(s[mt][2 * np], qf[mt], bk[0], bk[1]);
-            mma_bf16(s[mt][2 * np + 1], qf[mt], bk[2], bk[3]);
+            mma_bf16_x2(s[mt][2 * np], s[mt][2 * np + 1], qf[mt], bk);
           }
         }
       }
@@ -199,8 +198,7 @@ __global__ void __launch_bounds__(kThreads, 2) forward_mma2(AttentionArgs a) {
           ldmatrix_x4_trans(bv, v_lanes.at(16 * kk, 2 * dp));
 #pragma unroll
           for (int mt = 0; mt < kMt; ++mt) {
-            mma_bf16(o[mt][2 * dp], pa[mt], bv[0], bv[1]);
-            mma_bf16(o[mt][2 * dp + 1], pa[mt], bv[2], bv[3]);
+            mma_bf16_x2(o[mt][2 * dp], o[mt][2 * dp + 1], pa[mt], bv);
           }
         }
       }
@@ -228,27 +226,13 @@ __global__ void __launch_bounds__(kThreads, 2) forward_mma2(AttentionArgs a) {
     }
 }
 
-template <int D>
-cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
-  constexpr int bytes = forward2_smem_bytes<D>();
-  const cudaError_t e = cudaFuncSetAttribute(forward_mma2<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e != cudaSuccess) return e;
-  const dim3 grid(a.q.nh, a.q.nb, (a.q.ns + kBr - 1) / kBr);
-  forward_mma2<D><<<grid, kThreads, bytes, stream>>>(a);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 cudaError_t launch_forward_mma2(const AttentionArgs& a, cudaStream_t stream) {
-  switch (a.q.d) {
-    case 64:
-      return launch<64>(a, stream);
-    case 128:
-      return launch<128>(a, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return for_head_dim(a.q.d, [&]<int D>() {
+    const dim3 grid(a.q.nh, a.q.nb, (a.q.ns + kBr - 1) / kBr);
+    return launch_mma(forward_mma2<D>, grid, kThreads, forward2_smem_bytes<D>(), a, stream);
+  });
 }
 
 }  // namespace cpsim::cuda
