@@ -68,7 +68,7 @@ if(CPSIM_PYTHON3)
                                              ${CPSIM_PYTHON3} ${_gpu_dir}/torch_peer.py)
   add_test(NAME gpu.torch_peer.not_a_dump COMMAND ${_expect} 2 "^torch_peer: .* is not a folder" once --
                                                   ${CPSIM_PYTHON3} ${_gpu_dir}/torch_peer.py check ${_gpu_dir}/missing)
-  add_test(NAME gpu.torch_peer.dumps COMMAND ${_gpu_dir}/torch_peer_test.sh $<TARGET_FILE:cpsim_cli>
+  add_test(NAME gpu.torch_peer.dumps COMMAND ${_gpu_dir}/torch_peer_test.sh ${CPSIM_PYTHON3} $<TARGET_FILE:cpsim_cli>
                                              ${CMAKE_CURRENT_BINARY_DIR}/torch_peer)
   list(APPEND _gpu_unit_tests gpu.torch_peer.usage gpu.torch_peer.not_a_dump gpu.torch_peer.dumps)
 endif()
