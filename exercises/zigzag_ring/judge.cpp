@@ -5,7 +5,7 @@
 // Checks, in order:
 //   1. the chunk order: zigzag_chunks(r, C) == SeqLayout(C, S, zigzag).chunks(r) = {r, 2C-1-r}
 //   2. per shape (C = 1 .. 8, GQA, batch 2, scores scaled x30), on C thread ranks:
-//      a. out and lse against the f64 reference: max abs error <= 1e-10
+//      a. out and lse against the f64 reference, element by element under the f64 rule (sim/kernels/check.hpp)
 //      b. visible pairs per rank and step, from the Recorder: step 0 costs 2c^2 + c per (batch, head) for chunk
 //         size c, every later step 2c^2; the ranks together cover the causal S(S+1)/2 per (batch, head)
 //      c. no masked waste after step 0: the rows x keys of a step's attention calls are all visible pairs
@@ -19,6 +19,7 @@
 #include "exercises/zigzag_ring/exercise.hpp"
 #include "lessons/common/lesson.hpp"
 #include "sim/core/bytes.hpp"
+#include "sim/kernels/check.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/reference.hpp"
 #include "sim/runtime/run.hpp"
@@ -31,7 +32,7 @@ using namespace cpsim;
 
 namespace {
 
-constexpr double kTolerance = 1e-10;
+const CheckRule kRule = check_rule(DType::f64, false, false);  // the f64 rule every check uses
 
 struct Case {
   int C;
@@ -149,17 +150,17 @@ std::optional<Failure> check_values(const Case& c, const std::vector<RankRun>& r
           for (std::int64_t d = 0; d < c.D; ++d) {
             const double got = rr.out[static_cast<std::size_t>(((b * s + i) * c.Nq + h) * c.D + d)];
             const double want = ref.out[static_cast<std::size_t>(((b * c.S + pos[i]) * c.Nq + h) * c.D + d)];
-            if (!(std::abs(got - want) <= kTolerance))
+            if (!within(got, want, kRule))
               return Failure{"out, rank " + std::to_string(r) + ", batch " + std::to_string(b) + ", position " +
                                  std::to_string(pos[i]) + ", head " + std::to_string(h) + ", dim " + std::to_string(d),
-                             num(want), num(got), hint_for_row(c, i, t)};
+                             num(want) + " (" + kRule.words + ")", num(got), hint_for_row(c, i, t)};
           }
           const double got = rr.lse[static_cast<std::size_t>((b * c.Nq + h) * s + i)];
           const double want = ref.lse[static_cast<std::size_t>((b * c.Nq + h) * c.S + pos[i])];
-          if (!(std::abs(got - want) <= kTolerance))
+          if (!within(got, want, kRule))
             return Failure{"lse, rank " + std::to_string(r) + ", batch " + std::to_string(b) + ", position " +
                                std::to_string(pos[i]) + ", head " + std::to_string(h),
-                           num(want), num(got),
+                           num(want) + " (" + kRule.words + ")", num(got),
                            c.sharpen != 1 ? hint_for_row(c, i, t)
                                           : "the lse is merged together with out: pass the same rows of out and lse "
                                             "(and of the tile's out and lse) to dev.merge"};

@@ -39,9 +39,7 @@ std::vector<Exchanged> exchange_tags(const Problem& p, Backend backend) {
       for (std::int64_t h = 0; h < p.heads; ++h) tags.push_back(static_cast<double>(x * kTag + h));
     const Buffer mine = dev.alloc({1, L.local_len(), p.heads, 1}, DType::f64, Layout::bsnd, "tags");
     dev.upload(mine, tags.data());
-    std::vector<int> members;
-    for (int r = 0; r < p.ranks; ++r) members.push_back(r);
-    const HeadsExchange a2a(comm, dev, L, members);
+    const HeadsExchange a2a(comm, dev, L, rank_range(0, p.ranks));
     const Buffer heads = a2a.seq_to_heads(mine, "tags_heads");  // [1, S, N/C, 1]
     std::vector<double> got(static_cast<std::size_t>(heads.numel()));
     dev.download(heads, got.data());

@@ -68,7 +68,7 @@ RunResult show_mesh(const lesson::Options& o, int A) {
   const std::int64_t nh = p.heads / A;
   std::cout << "  rank  heads after A2A  positions after A2A (chunks of " << L.chunk_len() << ")\n";
   for (const StepFrame& f : step_frames(r)) {
-    if (f.phase != "forward" || f.step != 0) continue;
+    if (f.phase != "forward" || f.step != 1) continue;  // the ring's first step, after the A2A step 0
     for (const RankStep& rs : f.ranks) {
       const auto& g = m.a2a_group[static_cast<std::size_t>(rs.rank)];
       const auto member = std::find(g.begin(), g.end(), rs.rank) - g.begin();

@@ -184,18 +184,16 @@ int run_lesson(int argc, char** argv) {
   const model::PredictTable two = predicted_table("h100-ib", 16, {"ulysses", "ring", "hybrid:8", "hybrid:4"});
   // What the paragraph below says, checked against the tables it describes.
   for (std::size_t row = 0; row < 3; ++row) lesson::expect(model::fastest(one, row, 4, true) == 0, "one node: Ulysses");
-  lesson::expect(model::fastest(two, 0, 4, true) == 2 && model::fastest(two, 1, 4, true) == 2, "two nodes: 8x2 mesh");
-  lesson::expect(std::abs(two.cells[8].total_us - two.cells[10].total_us) < 1e-3 * two.cells[8].total_us,
-                 "two nodes at 256K: Ulysses and the mesh within 0.1%");
+  for (std::size_t row = 0; row < 3; ++row)
+    lesson::expect(model::fastest(two, row, 4, true) == 2, "two nodes: 8x2 mesh");
   lesson::say(
       "On one node every byte moves at NVLink speed and Ulysses leaves the least communication exposed "
       "(its all-to-alls carry (C-1)/C of Q, K, V and O, once each way), so it is the fastest at every "
       "length. On two nodes the pure ring is far behind: each of its steps waits for the hop that crosses "
       "InfiniBand, and the compute of a step no longer covers that transfer. The 8x2 mesh keeps the "
-      "all-to-all inside each node and sends only the ring's K/V across the network, which makes it the "
-      "fastest at 16K and 64K. At 256K the compute is so large that Ulysses and the mesh finish within a "
-      "tenth of a percent of each other. Try cpsim predict --machine h100-ib --ranks 32 to see the "
-      "network take a larger share.");
+      "all-to-all inside each node and sends only the ring's K/V (and backward its dK/dV) across the network, "
+      "each transfer hidden behind a block's compute, which makes it the fastest at every length. Try "
+      "cpsim predict --machine h100-ib --ranks 32 to see the network take a larger share.");
 
   std::cout << "Every strategy, forward and backward, against the single-process reference:\n";
   bool ok = true;

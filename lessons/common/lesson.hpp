@@ -9,21 +9,23 @@
 #include <string>
 #include <vector>
 
+#include "sim/cli/problem_flags.hpp"
 #include "sim/runtime/run.hpp"
 
 namespace cpsim::lesson {
 
-// Which shape flags a lesson accepts; each lesson picks its defaults (small: they finish in seconds).
+// Which shape flags a lesson accepts: those of `cpsim run`, from the same table (sim/cli/problem_options.hpp, with
+// its one --kv-heads rule), plus --step. Each lesson picks its defaults (small: they finish in seconds).
 enum Flag : unsigned {
-  kRanks = 1u << 0,
-  kSeq = 1u << 1,
-  kHeads = 1u << 2,
-  kKvHeads = 1u << 3,
-  kHeadDim = 1u << 4,
-  kBatch = 1u << 5,
-  kSharding = 1u << 6,
-  kBackend = 1u << 7,
-  kStep = 1u << 8,  // --step: replay the run one step at a time; also --trace FILE
+  kRanks = cli::kFlagRanks,
+  kSeq = cli::kFlagSeq,
+  kHeads = cli::kFlagHeads,
+  kKvHeads = cli::kFlagKvHeads,
+  kHeadDim = cli::kFlagHeadDim,
+  kBatch = cli::kFlagBatch,
+  kSharding = cli::kFlagSharding,
+  kBackend = cli::kFlagBackend,
+  kStep = cli::kAllProblemFlags + 1,  // --step: replay the run one step at a time; also --trace FILE
   kShape = kRanks | kSeq | kHeads | kKvHeads | kHeadDim | kBatch | kBackend,
 };
 

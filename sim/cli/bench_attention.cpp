@@ -20,6 +20,7 @@
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/eigen.hpp"
 #include "sim/kernels/single_run.hpp"
+#include "sim/runtime/inputs.hpp"
 
 namespace cpsim::cli {
 namespace {
@@ -68,7 +69,7 @@ struct Point {
 // The best time of a few runs (fewer for long sequences), each on fresh buffers.
 Point measure(std::int64_t S, std::int64_t D, std::int64_t heads, DType dtype, int tile) {
   const AttentionShape sh{.B = 1, .Sq = S, .Sk = S, .Nq = heads, .Nkv = heads, .D = D};
-  const AttentionProblem p = random_problem(sh, true, dtype, 1);
+  const AttentionProblem p = attention_problem(sh, true, dtype, 1);
   Point pt{S, D, heads, 1e300, 1e300, 0, 0, 0};
   const int runs = S >= 16384 ? 1 : 3;
   for (int i = 0; i < runs; ++i) {

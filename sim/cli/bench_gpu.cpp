@@ -15,7 +15,8 @@
 #include "sim/cli/cli.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
-#include "sim/cuda/cuda_api.hpp"
+#include "sim/cuda/bench.hpp"
+#include "sim/cuda/probe.hpp"
 
 namespace cpsim::cli {
 namespace {

@@ -14,8 +14,9 @@
 #include "sim/comm/launcher.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
-#include "sim/core/random.hpp"
 #include "sim/kernels/cpu_device.hpp"
+#include "sim/kernels/single_run.hpp"
+#include "sim/runtime/inputs.hpp"
 #include "sim/runtime/report.hpp"
 #include "sim/runtime/trace.hpp"
 
@@ -26,37 +27,15 @@ struct Timing {
   double fwd_ms = 0, bwd_ms = 0;
 };
 
-// The single-process tiled kernel on one thread: the baseline every strategy is compared with.
+// The single-process tiled kernel on one thread, on the run's own inputs: the baseline every strategy is compared
+// with (sim/kernels/single_run.hpp).
 Timing single_process(const Problem& p, std::uint64_t seed) {
+  const AttentionShape shape{p.batch, p.seq, p.seq, p.heads, p.kv_heads, p.head_dim};
+  const AttentionProblem problem = attention_problem(shape, p.causal, p.dtype, seed, p.scale);
   Recorder rec;
   CpuDevice dev(rec);
-  const Dims qd{p.batch, p.seq, p.heads, p.head_dim}, kd{p.batch, p.seq, p.kv_heads, p.head_dim};
-  auto upload = [&](Dims d, std::uint64_t stream, const char* name) {
-    Buffer b = dev.alloc(d, p.dtype, Layout::bsnd, name);
-    const auto x = normals(seed, stream, static_cast<std::size_t>(d.numel()));
-    if (p.dtype == DType::f64) {
-      dev.upload(b, x.data());
-    } else {
-      std::vector<float> f(x.begin(), x.end());
-      dev.upload(b, f.data());
-    }
-    return b;
-  };
-  const Buffer q = upload(qd, kStreamQ, "q"), k = upload(kd, kStreamK, "k"), v = upload(kd, kStreamV, "v"),
-               dout = upload(qd, kStreamDout, "dout");
-  const Buffer out = dev.alloc(qd, p.dtype, Layout::bsnd, "out"), lse = dev.alloc({p.batch, p.seq, p.heads, 1}, p.dtype, Layout::bns, "lse");
-  const Buffer dq = dev.alloc(qd, p.dtype, Layout::bsnd, "dq"), dk = dev.alloc(kd, p.dtype, Layout::bsnd, "dk"),
-               dv = dev.alloc(kd, p.dtype, Layout::bsnd, "dv");
-  const Positions pos = iota_positions(0, p.seq);
-  const AttentionOptions opt{p.causal, p.scale, std::nullopt};
-  const auto t0 = std::chrono::steady_clock::now();
-  dev.attention_forward(View(q), pos, View(k), View(v), pos, View(out), View(lse), opt);
-  const auto t1 = std::chrono::steady_clock::now();
-  dev.attention_backward(View(q), pos, View(k), View(v), pos, View(out), View(lse), View(dout), View(dq), View(dk),
-                         View(dv), opt);
-  const auto t2 = std::chrono::steady_clock::now();
-  return {std::chrono::duration<double, std::milli>(t1 - t0).count(),
-          std::chrono::duration<double, std::milli>(t2 - t1).count()};
+  const SingleRun r = run_single_device(dev, problem, p.dtype);
+  return {r.fwd_seconds * 1e3, r.bwd_seconds * 1e3};
 }
 
 // The fastest of `reps` calls of fn (forward+backward time); the machine may be shared, and the least disturbed

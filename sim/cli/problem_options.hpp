@@ -1,8 +1,14 @@
-// The shape and strategy flags shared by `cpsim run`, `cpsim bench strategies` and the lessons.
+// The shape and strategy flags shared by `cpsim run`, `cpsim bench strategies` and the lessons: one table of flags
+// (name, short form, help, where the value goes), of which each user offers a subset (problem_flags.hpp).
+//
+// One --kv-heads rule everywhere: 0 means "as many as --heads" (no grouped-query attention). Defaults taken from a
+// configuration (a lesson's) show 0 when it has Nkv = Nq, so a new --heads carries Nkv along; a grouped default
+// (Nkv < Nq) shows its Nkv, which a new --heads keeps.
 #pragma once
 #include <string>
 
 #include "sim/cli/cli.hpp"
+#include "sim/cli/problem_flags.hpp"
 #include "sim/runtime/run.hpp"
 
 namespace cpsim::cli {
@@ -15,8 +21,18 @@ struct ProblemOptions {
   double timeout_s = 120;
 };
 
-void add_problem_options(po::options_description& desc, ProblemOptions& o);
-// Builds the validated run configuration (UsageError for impossible combinations).
+// The flags in `flags`, each with its value in o as the default shown and parsed into o.
+void add_problem_options(po::options_description& desc, ProblemOptions& o, unsigned flags = kAllProblemFlags);
+
+// A configuration's values as option values (the defaults a lesson shows).
+ProblemOptions problem_options(const RunConfig& config);
+
+// Writes the values of the flags in `flags` into config; the other fields keep their values. UsageError for a value
+// no configuration can hold (an unknown name, a negative --a2a, a timeout <= 0); shapes are validated by the run.
+void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm, unsigned flags, RunConfig& config);
+
+// Every flag applied to a fresh configuration, then validated as run() validates it (check_config: UsageError for
+// impossible combinations).
 RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm);
 
 }  // namespace cpsim::cli

@@ -12,6 +12,12 @@ const char* algorithm_name(CollectiveAlgorithm a) {
   return a == CollectiveAlgorithm::ring ? "ring" : "direct";
 }
 
+std::vector<int> rank_range(int first, int count) {
+  std::vector<int> v(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) v[static_cast<std::size_t>(i)] = first + i;
+  return v;
+}
+
 Request::Request(std::unique_ptr<Impl> impl, Recorder* rec, std::string what, int peer)
     : impl_(std::move(impl)), rec_(rec), what_(std::move(what)), peer_(peer) {}
 

@@ -32,6 +32,10 @@ enum class ReduceOp { sum, max, min };
 enum class CollectiveAlgorithm { ring, direct };
 const char* algorithm_name(CollectiveAlgorithm a);
 
+// The ranks first, first + 1, ..., first + count - 1: a world's ranks (rank_range(0, C)), or a group of
+// consecutive ranks (the hybrid's A2A group g: rank_range(g A, A)).
+std::vector<int> rank_range(int first, int count);
+
 // A pending isend or irecv. wait() blocks until done (and throws Error on timeout or a dead peer);
 // test() says whether it is done without blocking. A Request must be waited before its buffer is reused.
 class Request {

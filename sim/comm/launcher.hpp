@@ -5,54 +5,22 @@
 //     ... return bytes;   // a rank's result, serialised (ByteWriter)
 //   });
 //
+// launch() checks the options and hands the run to the backend registered for opt.backend (backend_registry.hpp).
 // A rank that throws, crashes or exits early fails the whole run within seconds: launch() throws
 // RankFailure naming the rank and what happened, after every other rank has stopped waiting and every
 // process and shared-memory segment of the run is gone.
 #pragma once
-#include <chrono>
 #include <functional>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "sim/comm/communicator.hpp"
-#include "sim/core/error.hpp"
-#include "sim/core/recorder.hpp"
+#include "sim/comm/backend.hpp"
 
 namespace cpsim {
 
-enum class Backend { threads, processes, mpi, nccl, cuda_threads };
-std::string_view backend_name(Backend b);
-Backend parse_backend(std::string_view s);  // throws UsageError listing the accepted names
-
-struct LaunchOptions {
-  int ranks = 1;
-  Backend backend = Backend::threads;
-  // Every blocking wait gives up after this long and reports a likely deadlock (rank, operation, peer).
-  std::chrono::milliseconds timeout{std::chrono::seconds(120)};
-  bool tracing = false;
-  // The form of all_gather, reduce_scatter and all_reduce on the threads and processes backends; unset: the
-  // backend's own (threads direct; processes direct for small chunks, the ring for large ones:
-  // docs/backends-threads-processes.md). mpi uses MPI's own.
-  std::optional<CollectiveAlgorithm> collectives;
-};
-
-struct RankOutcome {
-  int rank = 0;
-  std::string result;  // what the rank function returned
-  Recorder stats;
-};
-
-struct RankFailure : Error {
-  int rank;
-  RankFailure(int r, const std::string& what) : Error("rank " + std::to_string(r) + ": " + what), rank(r) {}
-};
-
-using RankFn = std::function<std::string(Communicator&)>;
-
 // Runs fn on every rank. Returns the outcomes in rank order (under MPI: on world rank 0 only; other ranks
-// get an empty vector). Throws UsageError for impossible options (ranks < 1, a backend not built in).
+// get an empty vector). Throws UsageError for impossible options (ranks < 1, a backend not built in, more ranks
+// than the backend runs).
 std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn);
 
 // The rank an MPI launcher (mpirun, srun) gave this process, read from its environment (OMPI_COMM_WORLD_RANK,

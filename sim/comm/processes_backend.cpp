@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 
+#include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
 #include "sim/comm/p2p_communicator.hpp"
 #include "sim/comm/shm_engine.hpp"
@@ -134,7 +135,7 @@ void flush_output() {
     rec.set_epoch(epoch);
     std::string result;
     {
-      ProcessCommunicator comm(engine, r, rec, iota_ranks(world.ranks()), kWorldContext);
+      ProcessCommunicator comm(engine, r, rec, rank_range(0, world.ranks()), kWorldContext);
       comm.impose(opt.collectives);
       result = fn(comm);
     }
@@ -319,6 +320,14 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
     out[r] = get_outcome(r, reader);
   }
   return out;
+}
+
+CPSIM_BACKEND(processes) {
+  info.backend = Backend::processes;
+  info.device = "cpu";
+  info.max_ranks = kMaxProcessRanks;
+  info.max_ranks_fix = "use fewer ranks, or --backend threads";
+  info.launch = launch_processes;
 }
 
 }  // namespace cpsim

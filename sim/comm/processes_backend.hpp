@@ -8,7 +8,7 @@
 #pragma once
 #include <vector>
 
-#include "sim/comm/launcher.hpp"
+#include "sim/comm/backend.hpp"
 #include "sim/comm/shm_world.hpp"
 
 namespace cpsim {

@@ -3,6 +3,7 @@
 #include <memory>
 #include <thread>
 
+#include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
 #include "sim/comm/threads_world.hpp"
 
@@ -49,7 +50,7 @@ std::vector<RankOutcome> launch_threads(const LaunchOptions& opt, const RankFn& 
   for (int r = 0; r < c; ++r) {
     threads.emplace_back([&, r] {
       try {
-        ThreadsCommunicator comm(world, r, out[r].stats, iota_ranks(c), kWorldContext);
+        ThreadsCommunicator comm(world, r, out[r].stats, rank_range(0, c), kWorldContext);
         comm.impose(opt.collectives);
         out[r].result = fn(comm);
         world->finish(r);
@@ -65,6 +66,14 @@ std::vector<RankOutcome> launch_threads(const LaunchOptions& opt, const RankFn& 
   for (auto& t : threads) t.join();
   if (world->first_failed() >= 0) throw rank_failure(world->first_failed(), world->first_failure());
   return out;
+}
+
+CPSIM_BACKEND(threads) {
+  info.backend = Backend::threads;
+  info.device = "cpu";
+  info.max_ranks = kMaxThreadsRanks;
+  info.max_ranks_fix = "use fewer ranks";
+  info.launch = launch_threads;
 }
 
 }  // namespace cpsim

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "sim/comm/launcher.hpp"
+#include "sim/comm/backend.hpp"
 
 namespace cpsim {
 

@@ -1,5 +1,6 @@
 #include "sim/core/dtype.hpp"
 
+#include "sim/core/bf16.hpp"
 #include "sim/core/error.hpp"
 
 namespace cpsim {
@@ -19,6 +20,19 @@ DType parse_dtype(std::string_view s) {
   if (s == "f64") return DType::f64;
   if (s == "bf16") return DType::bf16;
   throw UsageError("unknown dtype '" + std::string(s) + "'; use --dtype f32, f64 or bf16");
+}
+
+double round_to_dtype(double x, DType t) {
+  switch (t) {
+    case DType::f32:
+      return static_cast<float>(x);
+    case DType::bf16:
+      return round_to_bf16(x);
+    case DType::f64:
+    case DType::i64:
+      break;
+  }
+  return x;
 }
 
 }  // namespace cpsim

@@ -23,4 +23,8 @@ std::string_view dtype_name(DType t);
 // Parses "f32" | "f64" | "bf16"; throws UsageError naming the accepted values otherwise.
 DType parse_dtype(std::string_view s);
 
+// x as a buffer of dtype t holds it: f32 and bf16 round to nearest even (bf16 through f32, sim/core/bf16.hpp),
+// f64 (and i64) keep it.
+double round_to_dtype(double x, DType t);
+
 }  // namespace cpsim

@@ -1,6 +1,6 @@
 // The per-rank recorder: what a rank computed, sent, received, held and waited for.
 //
-// Kernels (devices) write work and allocations, communicators write calls and bytes, strategies mark
+// Devices write work and allocations, communicators write calls and bytes, strategies mark
 // phases and steps. One Recorder per rank, written by that rank's thread only; the memory meter is
 // shared with buffer deleters and is atomic. With tracing off only counters are kept (no events).
 #pragma once

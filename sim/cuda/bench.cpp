@@ -5,14 +5,16 @@
 // visible pair forward and 10 D backward, so a causal call counts about half of the full S x S work.
 // GEMM: C = A B with bf16 A, B, C and f32 accumulation (cublasGemmEx, CUBLAS_COMPUTE_32F), n x n x n, 2 n^3 flops.
 // cuBLAS is opened with dlopen, so that the rest of cpsim runs where the library is missing.
+#include "sim/cuda/bench.hpp"
+
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 
-#include "sim/cuda/cuda_api.hpp"
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/cuda_device.hpp"
+#include "sim/cuda/make_device.hpp"
 
 namespace cpsim {
 

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <thread>
 
+#include "sim/comm/backend_registry.hpp"
 #include "sim/comm/envelope.hpp"
 #include "sim/comm/launch_support.hpp"
-#include "sim/cuda/cuda_api.hpp"
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/gpu_world.hpp"
 #include "sim/cuda/kernels/launch.hpp"
+#include "sim/cuda/launchers.hpp"
+#include "sim/cuda/probe.hpp"
 #include "sim/cuda/rank_gpu.hpp"
 
 namespace cpsim::cuda {
@@ -265,7 +267,7 @@ std::vector<RankOutcome> launch_cuda_threads(const LaunchOptions& opt, const Ran
   if (!probe.problem.empty()) throw Error("--backend cuda-threads: " + probe.problem);
   const int c = opt.ranks;
   auto world = std::make_shared<cuda::GpuWorld>(c, opt.timeout);
-  auto group = world->group(cuda::kWorldGroup, iota_ranks(c));
+  auto group = world->group(cuda::kWorldGroup, rank_range(0, c));
   std::vector<RankOutcome> out = fresh_outcomes(c, opt.tracing);
   std::vector<std::thread> threads;
   threads.reserve(c);
@@ -297,6 +299,12 @@ std::vector<RankOutcome> launch_cuda_threads(const LaunchOptions& opt, const Ran
   for (auto& t : threads) t.join();
   if (world->first_failed() >= 0) throw rank_failure(world->first_failed(), world->first_failure());
   return out;
+}
+
+CPSIM_BACKEND(cuda_threads) {
+  info.backend = Backend::cuda_threads;
+  info.device = "cuda";
+  info.launch = launch_cuda_threads;
 }
 
 }  // namespace cpsim

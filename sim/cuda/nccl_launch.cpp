@@ -25,12 +25,14 @@
 #include <optional>
 #include <thread>
 
+#include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
 #include "sim/core/bytes.hpp"
-#include "sim/cuda/cuda_api.hpp"
 #include "sim/cuda/cuda_check.hpp"
+#include "sim/cuda/launchers.hpp"
 #include "sim/cuda/nccl_comm.hpp"
 #include "sim/cuda/nccl_env.hpp"
+#include "sim/cuda/probe.hpp"
 
 namespace cpsim {
 namespace {
@@ -102,7 +104,7 @@ void require_gpus(int ranks) {
     rec.set_epoch(epoch);
     std::string result;
     {
-      cuda::NcclCommunicator world(comm, r, opt.ranks, rec, iota_ranks(opt.ranks), gpu);
+      cuda::NcclCommunicator world(comm, r, opt.ranks, rec, rank_range(0, opt.ranks), gpu);
       result = fn(world);
     }
     gpu->wait(gpu->compute(), "finishing compute");
@@ -293,7 +295,7 @@ std::vector<RankOutcome> launch_external(const LaunchOptions& opt, const RankFn&
   Recorder rec(env.rank, opt.tracing);
   std::vector<RankOutcome> out;
   {
-    cuda::NcclCommunicator world(comm, env.rank, opt.ranks, rec, iota_ranks(opt.ranks), gpu);
+    cuda::NcclCommunicator world(comm, env.rank, opt.ranks, rec, rank_range(0, opt.ranks), gpu);
     std::string result = fn(world);
     ByteWriter w;
     put_outcome(w, result, rec);
@@ -315,6 +317,12 @@ std::vector<RankOutcome> launch_nccl(const LaunchOptions& opt, const RankFn& fn)
   const cuda::JobEnv env = cuda::job_env();
   if (env.external) return launch_external(opt, fn, env);
   return launch_forked(opt, fn);
+}
+
+CPSIM_BACKEND(nccl) {
+  info.backend = Backend::nccl;
+  info.device = "cuda";
+  info.launch = launch_nccl;
 }
 
 }  // namespace cpsim

@@ -2,6 +2,8 @@
 //
 // A process that has used CUDA may not fork children that use it too, and launch_nccl forks its ranks; so unless
 // this process already uses CUDA, the probe runs in a child process and sends its findings back through a pipe.
+#include "sim/cuda/probe.hpp"
+
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -13,7 +15,6 @@
 #include <optional>
 
 #include "sim/core/bytes.hpp"
-#include "sim/cuda/cuda_api.hpp"
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/cuda_device.hpp"
 #include "sim/cuda/rank_gpu.hpp"
@@ -159,23 +160,6 @@ GpuProbe probe_gpus() {
 
 std::string cuda_runtime_problem() {
   return probe_gpus().problem;
-}
-
-std::unique_ptr<Device> make_cuda_device(Recorder& rec, int device_index, GpuKernel kernel) {
-  if (auto gpu = cuda::RankGpu::current()) {
-    if (device_index >= 0 && device_index != gpu->device())
-      throw Error("make_cuda_device: this rank runs on GPU " + std::to_string(gpu->device()) + ", not GPU " +
-                  std::to_string(device_index) + "; pass -1 to use the rank's GPU and streams");
-    return std::make_unique<cuda::CudaDevice>(rec, gpu, kernel);
-  }
-  const GpuProbe p = probe_gpus();
-  if (!p.problem.empty()) throw Error(p.problem);
-  const int index = device_index < 0 ? 0 : device_index;
-  if (index >= static_cast<int>(p.gpus.size()))
-    throw Error("GPU " + std::to_string(index) + " was asked for, but " + std::to_string(p.gpus.size()) +
-                " GPU(s) are visible; use a device index below " + std::to_string(p.gpus.size()));
-  auto gpu = std::make_shared<cuda::RankGpu>(index, rec.rank(), std::chrono::seconds(120));
-  return std::make_unique<cuda::CudaDevice>(rec, std::move(gpu), kernel);
 }
 
 }  // namespace cpsim

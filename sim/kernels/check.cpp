@@ -6,9 +6,32 @@
 #include <string>
 
 #include "sim/core/error.hpp"
+#include "sim/core/json.hpp"
 #include "sim/kernels/plain.hpp"
 
 namespace cpsim {
+
+CheckRule check_rule(DType dtype, bool gpu, bool gqa) {
+  if (gpu) {
+    if (dtype == DType::bf16) {
+      const double t = gqa ? 3.5e-2 : 2.5e-2;
+      const std::string s = gqa ? "3.5e-2" : "2.5e-2";
+      return {RuleKind::elementwise, t, t,
+              "bf16: |err| <= " + s + " + " + s + " x |reference| per element (Transformer Engine's CP tests" +
+                  (gqa ? ", GQA)" : ")")};
+    }
+    if (dtype == DType::f32)
+      return {RuleKind::elementwise, 1e-5, 1e-4, "f32: |err| <= 1e-5 + 1e-4 x |reference| per element"};
+    throw UsageError("GPU runs are checked in bf16 or f32 (got " + std::string(dtype_name(dtype)) +
+                     "); use --dtype bf16 or f32");
+  }
+  if (dtype == DType::f64) return {RuleKind::absolute, kF64Tolerance, 0, "f64: every max abs error <= 1e-10"};
+  if (dtype == DType::f32)
+    return {RuleKind::plain_f32, 0, 0,
+            "f32: error <= 2 x the plain f32 loops' error + FLT_EPSILON x (max|reference| + 0.3)"};
+  throw UsageError("results can be checked in f32 or f64 only (got " + std::string(dtype_name(dtype)) +
+                   "); use --dtype f32 or f64");
+}
 
 double max_abs_error(const std::vector<double>& got, const std::vector<double>& want) {
   if (got.size() != want.size())
@@ -33,52 +56,156 @@ double max_abs_finite(const std::vector<double>& x) {
 }
 
 namespace {
-bool within(const AttentionErrors& e, const AttentionErrors& a) {
-  return e.out <= a.out && e.lse <= a.lse && e.dq <= a.dq && e.dk <= a.dk && e.dv <= a.dv;
+
+struct Bound {
+  double atol = 0, rtol = 0;
+};
+
+// The comparison of some elements of one tensor.
+struct Compared {
+  double err = 0;    // max |e - w|
+  double worst = 0;  // max |e - w| / (atol + rtol |w|), above 1 exactly when an element is outside its bound
+
+  void add(double e, double w, Bound b) {
+    if (std::isinf(e) && e == w) return;  // equal infinities: no error
+    const double d = std::abs(e - w);
+    if (!std::isfinite(d)) {  // NaN, or an infinity against anything else
+      err = worst = INFINITY;
+      return;
+    }
+    const double bound = b.atol + b.rtol * std::abs(w);
+    const double ratio = bound > 0 ? d / bound : (d > 0 ? INFINITY : 0);
+    err = std::max(err, d);
+    worst = std::max(worst, d > bound ? std::max(ratio, std::nextafter(1.0, 2.0)) : std::min(ratio, 1.0));
+  }
+  // Elements [first, last) of got and want.
+  void add(const std::vector<double>& got, const std::vector<double>& want, Bound b, std::size_t first,
+           std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) add(got[i], want[i], b);
+  }
+};
+
+Compared compare(const std::vector<double>& got, const std::vector<double>& want, Bound b) {
+  if (got.size() != want.size())
+    throw Error("cannot compare results of " + std::to_string(got.size()) + " and " + std::to_string(want.size()) +
+                " values");
+  Compared c;
+  c.add(got, want, b, 0, got.size());
+  return c;
 }
+
+// One tensor: the result, its reference and its bound.
+struct Tensor {
+  const std::vector<double>* got;
+  const std::vector<double>* want;
+  Bound bound;
+  double* err;
+  double* allowed;
+  double* worst;
+  std::int64_t rows;     // sequence rows of the [B, rows, E] tensor
+  bool per_rank = true;  // part of the per-rank verdicts (out, dq, dk, dv; not the [B, N, S] lse)
+};
+
+// The rank's max error and verdict over its rows of every per-rank tensor.
+RankVerdict rank_verdict(const std::vector<Tensor>& tensors, const std::vector<Span>& spans, std::int64_t batch) {
+  Compared all;
+  for (const Tensor& t : tensors) {
+    if (!t.per_rank) continue;
+    const auto row = static_cast<std::int64_t>(t.want->size()) / (batch * t.rows);  // elements per row
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (const Span& sp : spans)
+        all.add(*t.got, *t.want, t.bound, static_cast<std::size_t>((b * t.rows + sp.lo) * row),
+                static_cast<std::size_t>((b * t.rows + sp.hi) * row));
+  }
+  return RankVerdict{all.err, all.worst <= 1.0};
+}
+
 }  // namespace
 
-AttentionCheck check_against_reference(const AttentionProblem& p, DType dtype, const RefForward& got_f,
-                                       const RefBackward* got_b) {
-  require(dtype == DType::f32 || dtype == DType::f64,
-          "results can be checked in f32 or f64 only (got " + std::string(dtype_name(dtype)) + ")",
-          "use --dtype f32 or f64");
-  AttentionCheck c;
+TensorCheck check_tensor(const std::vector<double>& got, const std::vector<double>& want, const CheckRule& rule) {
+  if (rule.kind == RuleKind::plain_f32)
+    throw Error("the f32 rule takes its bounds from the whole problem; use check_against_reference");
+  const Compared k = compare(got, want, Bound{rule.atol, rule.rtol});
+  return TensorCheck{k.err, rule.atol + rule.rtol * max_abs_finite(want), k.worst, k.worst <= 1.0};
+}
+
+bool within(double got, double want, const CheckRule& rule) {
+  if (rule.kind == RuleKind::plain_f32)
+    throw Error("the f32 rule takes its bounds from the whole problem; use check_against_reference");
+  Compared k;
+  k.add(got, want, Bound{rule.atol, rule.rtol});
+  return k.worst <= 1.0;
+}
+
+CheckReport check_against_reference(const AttentionProblem& p, const CheckRule& rule, const RefForward& got_f,
+                                    const RefBackward* got_b, const std::vector<std::vector<Span>>* owners) {
+  CheckReport c;
+  c.ran = true;
   c.backward = got_b != nullptr;
+  c.kind = rule.kind;
+  c.rule = rule.words;
   const RefForward ref_f = reference_forward(p.q, p.k, p.v, p.shape, p.q_pos, p.k_pos, p.causal, p.scale);
-  c.err.out = max_abs_error(got_f.out, ref_f.out);
-  c.err.lse = max_abs_error(got_f.lse, ref_f.lse);
   RefBackward ref_b;
-  if (c.backward) {
-    ref_b = reference_backward(p.q, p.k, p.v, p.dout, p.shape, p.q_pos, p.k_pos, p.causal, p.scale);
-    c.err.dq = max_abs_error(got_b->dq, ref_b.dq);
-    c.err.dk = max_abs_error(got_b->dk, ref_b.dk);
-    c.err.dv = max_abs_error(got_b->dv, ref_b.dv);
-  }
-  if (dtype == DType::f64) {
-    c.allowed = {kF64Tolerance, kF64Tolerance, kF64Tolerance, kF64Tolerance, kF64Tolerance};
-  } else {
-    const RefForward pf = plain_forward_f32(p.q, p.k, p.v, p.shape, p.q_pos, p.k_pos, p.causal, p.scale);
-    c.plain.out = max_abs_error(pf.out, ref_f.out);
-    c.plain.lse = max_abs_error(pf.lse, ref_f.lse);
-    // allowed = 2 * err(plain) + FLT_EPSILON * (max|reference| + 0.3)
-    auto rule = [](double plain, const std::vector<double>& ref) {
-      return 2 * plain + FLT_EPSILON * (max_abs_finite(ref) + kF32FloorOffset);
+  if (c.backward) ref_b = reference_backward(p.q, p.k, p.v, p.dout, p.shape, p.q_pos, p.k_pos, p.causal, p.scale);
+
+  // 1. Each tensor's bound.
+  const Bound fixed{rule.atol, rule.rtol};
+  Bound b_out = fixed, b_lse = fixed, b_dq = fixed, b_dk = fixed, b_dv = fixed;
+  if (rule.kind == RuleKind::plain_f32) {
+    // atol = 2 err(plain f32) + FLT_EPSILON (max|reference| + 0.3)
+    auto from_plain = [](const std::vector<double>& plain, const std::vector<double>& ref, double& baseline) {
+      baseline = max_abs_error(plain, ref);
+      return Bound{2 * baseline + FLT_EPSILON * (max_abs_finite(ref) + kF32FloorOffset), 0};
     };
-    c.allowed.out = rule(c.plain.out, ref_f.out);
-    c.allowed.lse = rule(c.plain.lse, ref_f.lse);
+    const RefForward pf = plain_forward_f32(p.q, p.k, p.v, p.shape, p.q_pos, p.k_pos, p.causal, p.scale);
+    b_out = from_plain(pf.out, ref_f.out, c.baseline.out);
+    b_lse = from_plain(pf.lse, ref_f.lse, c.baseline.lse);
     if (c.backward) {
       const RefBackward pb = plain_backward_f32(p.q, p.k, p.v, p.dout, p.shape, p.q_pos, p.k_pos, p.causal, p.scale);
-      c.plain.dq = max_abs_error(pb.dq, ref_b.dq);
-      c.plain.dk = max_abs_error(pb.dk, ref_b.dk);
-      c.plain.dv = max_abs_error(pb.dv, ref_b.dv);
-      c.allowed.dq = rule(c.plain.dq, ref_b.dq);
-      c.allowed.dk = rule(c.plain.dk, ref_b.dk);
-      c.allowed.dv = rule(c.plain.dv, ref_b.dv);
+      b_dq = from_plain(pb.dq, ref_b.dq, c.baseline.dq);
+      b_dk = from_plain(pb.dk, ref_b.dk, c.baseline.dk);
+      b_dv = from_plain(pb.dv, ref_b.dv, c.baseline.dv);
     }
   }
-  c.passed = within(c.err, c.allowed);
+
+  // 2. Every element of every tensor against its bound.
+  const AttentionShape& s = p.shape;
+  std::vector<Tensor> tensors{{&got_f.out, &ref_f.out, b_out, &c.err.out, &c.allowed.out, &c.worst.out, s.Sq},
+                              {&got_f.lse, &ref_f.lse, b_lse, &c.err.lse, &c.allowed.lse, &c.worst.lse, s.Sq, false}};
+  if (c.backward) {
+    tensors.push_back({&got_b->dq, &ref_b.dq, b_dq, &c.err.dq, &c.allowed.dq, &c.worst.dq, s.Sq});
+    tensors.push_back({&got_b->dk, &ref_b.dk, b_dk, &c.err.dk, &c.allowed.dk, &c.worst.dk, s.Sk});
+    tensors.push_back({&got_b->dv, &ref_b.dv, b_dv, &c.err.dv, &c.allowed.dv, &c.worst.dv, s.Sk});
+  }
+  c.passed = true;
+  for (const Tensor& t : tensors) {
+    const Compared k = compare(*t.got, *t.want, t.bound);
+    *t.err = k.err;
+    *t.worst = k.worst;
+    *t.allowed = t.bound.atol + t.bound.rtol * max_abs_finite(*t.want);
+    c.passed = c.passed && k.worst <= 1.0;
+  }
+
+  // 3. Per rank, on the rows it owns.
+  if (owners)
+    for (const std::vector<Span>& spans : *owners) c.per_rank.push_back(rank_verdict(tensors, spans, s.B));
   return c;
+}
+
+void write_check_json(JsonWriter& j, const CheckReport& c) {
+  auto errs = [&](const char* key, const TensorErrors& e) {
+    j.key(key).begin_object().key("out").value(e.out).key("lse").value(e.lse);
+    if (c.backward) j.key("dq").value(e.dq).key("dk").value(e.dk).key("dv").value(e.dv);
+    j.end_object();
+  };
+  j.begin_object().key("passed").value(c.passed).key("rule").value(c.rule);
+  errs("max_abs_err", c.err);
+  errs("tolerance", c.allowed);
+  if (c.kind == RuleKind::plain_f32) errs("plain_f32_err", c.baseline);
+  j.key("per_rank").begin_array();
+  for (const RankVerdict& v : c.per_rank)
+    j.begin_object().key("correct").value(v.correct).key("max_abs_err").value(v.err).end_object();
+  j.end_array().end_object();
 }
 
 }  // namespace cpsim

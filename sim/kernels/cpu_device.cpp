@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include "sim/core/error.hpp"
+#include "sim/kernels/device_registry.hpp"
 #include "sim/kernels/host_pool.hpp"
 #include "sim/kernels/merge.hpp"
 #include "sim/kernels/tiled.hpp"
@@ -153,6 +154,15 @@ TileCounts CpuDevice::do_attention_backward(const View& q, const Positions& q_po
     counts = tiled_backward<decltype(zero)>(q, q_pos, k, v, k_pos, out, lse, dout, dq, dk, dv, causal, scale, tile_);
   });
   return counts;
+}
+
+CPSIM_DEVICE(cpu) {
+  info.name = "cpu";
+  info.dtypes = {DType::f32, DType::f64};
+  info.gpu = false;
+  info.make = [](Recorder& rec, const DeviceSettings&) -> std::unique_ptr<Device> {
+    return std::make_unique<CpuDevice>(rec);
+  };
 }
 
 }  // namespace cpsim

@@ -1,4 +1,4 @@
-// The Kernels seam: everything a strategy asks of one rank's compute device.
+// The Device seam: everything a strategy asks of one rank's compute device.
 //
 // A strategy allocates buffers, moves rows and heads between them, runs attention on one (Q rows) x
 // (K/V rows) block with the global positions of both, and merges partial results by their log-sum-exp.

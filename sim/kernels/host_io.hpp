@@ -1,14 +1,22 @@
-// Moving host values (double) in and out of a device buffer of any CPU dtype (f32 values are rounded on the way in).
-// Used by `cpsim attention`, the checks and the tests, which keep their inputs and the reference in double.
+// Host values (double) in and out of a device buffer, for every Device and every dtype a buffer can hold: the one
+// place host values are converted. Used by the run, `cpsim attention`, the checks and the tests, which keep their
+// inputs and the reference in double.
+//
+//   upload_values    f64 as is; f32 rounded to nearest; bf16 rounded to nearest even through f32 (sim/core/bf16.hpp)
+//   download_values  widened to double, exactly
 #pragma once
+#include <string>
 #include <vector>
 
 #include "sim/kernels/device.hpp"
 
 namespace cpsim {
 
-// Uploads values (buffer's numel of them, in its layout) converted to the buffer's dtype (f32 or f64).
+// Uploads values (the buffer's numel of them, in its layout) converted to the buffer's dtype.
 void upload_values(Device& dev, const Buffer& dst, const std::vector<double>& values);
+// A buffer of dims/dtype/layout named `name`, holding values.
+Buffer upload_new(Device& dev, const std::vector<double>& values, Dims dims, DType dtype, Layout layout,
+                  const std::string& name);
 // Downloads the whole buffer, widened to double.
 std::vector<double> download_values(Device& dev, const Buffer& src);
 

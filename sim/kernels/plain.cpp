@@ -16,9 +16,4 @@ RefBackward plain_backward_f32(const std::vector<double>& q, const std::vector<d
   return naive::backward<float>(q, k, v, dout, shape, q_pos, k_pos, causal, scale);
 }
 
-std::vector<double> round_to_f32(std::vector<double> x) {
-  for (double& e : x) e = static_cast<double>(static_cast<float>(e));
-  return x;
-}
-
 }  // namespace cpsim

@@ -4,9 +4,7 @@
 
 #include <chrono>
 
-#include "sim/core/random.hpp"
 #include "sim/kernels/host_io.hpp"
-#include "sim/kernels/plain.hpp"
 
 namespace cpsim {
 
@@ -61,23 +59,6 @@ SingleRun run_single_device(Device& dev, const AttentionProblem& p, DType dtype,
     r.peak_bytes = dev.recorder().peak_bytes();
   }
   return r;
-}
-
-AttentionProblem random_problem(const AttentionShape& sh, bool causal, DType dtype, std::uint64_t seed) {
-  AttentionProblem p;
-  p.shape = sh;
-  p.causal = causal;
-  const auto nq = static_cast<std::size_t>(sh.B * sh.Sq * sh.Nq * sh.D);
-  const auto nk = static_cast<std::size_t>(sh.B * sh.Sk * sh.Nkv * sh.D);
-  p.q = normals(seed, 0, nq);
-  p.k = normals(seed, 1, nk);
-  p.v = normals(seed, 2, nk);
-  p.dout = normals(seed, 3, nq);
-  if (dtype == DType::f32)
-    for (auto* x : {&p.q, &p.k, &p.v, &p.dout}) *x = round_to_f32(std::move(*x));
-  p.q_pos = iota_positions(0, sh.Sq);
-  p.k_pos = iota_positions(0, sh.Sk);
-  return p;
 }
 
 }  // namespace cpsim

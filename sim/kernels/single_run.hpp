@@ -1,5 +1,6 @@
 // Attention on one device, the whole problem in one call each way: what `cpsim attention` and `cpsim bench attention`
-// time, and what the tests compare with the reference.
+// time, and what the tests compare with the reference. The seeded inputs come from attention_problem
+// (sim/runtime/inputs.hpp).
 //   upload q, k, v, dout -> attention_forward -> attention_backward (into zeroed dq, dk, dv) -> download
 #pragma once
 #include <cstdint>
@@ -24,9 +25,5 @@ SingleRun run_single_device(Device& dev, const AttentionProblem& problem, DType 
 
 // Seconds of CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
 double thread_cpu_seconds();
-
-// Deterministic normal inputs (streams q = 0, k = 1, v = 2, dout = 3), positions 0..S-1 for both sides;
-// f32 problems get float-representable values, so the reference sees exactly what the device sees.
-AttentionProblem random_problem(const AttentionShape& shape, bool causal, DType dtype, std::uint64_t seed);
 
 }  // namespace cpsim

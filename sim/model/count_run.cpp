@@ -22,7 +22,7 @@ void mark(Program& program, OpKind kind, const std::string& phase, int step = -1
   program.ops.push_back(std::move(op));
 }
 
-// One rank, as run_rank in sim/runtime/run.cpp walks it (same buffers, same order, same lifetimes).
+// One rank, as run_rank (sim/runtime/rank_run.cpp) walks it (same buffers, same order, same lifetimes).
 void count_rank(const Problem& p, StrategyKind kind, bool backward, Communicator& comm, Program& program) {
   Recorder& rec = comm.recorder();
   rec.set_step_hook([&](const std::string& phase, int step) { mark(program, OpKind::step, phase, step); });

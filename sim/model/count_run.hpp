@@ -1,6 +1,6 @@
 // A counting run: the unchanged strategy code on C counting ranks (threads), no math and no data.
 //
-// Each rank walks the path of sim/runtime/run.cpp: allocates its q, k, v shards ([B, S/C, N, D]), builds the
+// Each rank walks the path of sim/runtime/rank_run.cpp: allocates its q, k, v shards ([B, S/C, N, D]), builds the
 // strategy, runs forward (and backward, on a dout shard) between Recorder phase marks. What comes back per rank:
 // the Recorder (work per step, calls and bytes, peak memory: what the numeric run reports) and the Program of
 // every operation issued, which the simulated clock replays.

@@ -1,8 +1,9 @@
 // One context-parallel run, start to finish: the straight path every mode of cpsim walks.
 //
-//   config (validated) -> layout -> launcher starts C ranks -> each rank generates its shard of the inputs
-//   from the seed, runs strategy.forward (and backward) on its device -> per-rank stats and outputs gathered
-//   to the caller -> assembled in global sequence order -> checked against the single-process reference.
+//   config (validated) -> launcher starts C ranks on the backend -> each rank (rank_run.hpp) makes its shard of the
+//   seeded inputs (inputs.hpp), runs strategy.forward (and backward) on its backend's device -> per-rank outputs
+//   and Recorders gathered to the caller -> assembled in global sequence order -> checked against the
+//   single-process f64 reference (check_run: sim/kernels/check.hpp's rules).
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include "sim/comm/launcher.hpp"
+#include "sim/kernels/check.hpp"
+#include "sim/kernels/device_registry.hpp"
 #include "sim/strategies/strategy.hpp"
 
 namespace cpsim {
@@ -19,12 +22,12 @@ struct RunConfig {
   StrategyKind strategy = StrategyKind::ring;
   Problem problem;
   Backend backend = Backend::threads;
+  DeviceSettings device;  // what every rank's device is asked for (--kernel: the attention kernels)
   bool backward = false;
   bool check = false;
   std::uint64_t seed = 1;
   bool tracing = false;
   std::string machine;  // a modeled run (`cpsim predict --trace`): the machine model's name; empty when measured
-  std::string gpu_kernel = "auto";  // GPU backends: the CUDA device's attention kernels (--kernel, GpuKernel)
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
   // Called on every rank at each step mark of the strategy (lessons pause here). May use the communicator.
   std::function<void(Communicator& comm, const std::string& phase, int step)> step_hook;
@@ -32,27 +35,10 @@ struct RunConfig {
   std::function<void(int rank, std::vector<double>& q, std::vector<double>& k, std::vector<double>& v)> tamper;
 };
 
-// Stream ids of the seeded inputs (sim/core/random.hpp): element i of q is normal_at(seed, kStreamQ, i).
-inline constexpr std::uint64_t kStreamQ = 0, kStreamK = 1, kStreamV = 2, kStreamDout = 3;
-
 // Tensors in global sequence order, as doubles: q, out, dq, dout [B, S, Nq, D]; k, v, dk, dv [B, S, Nkv, D];
 // lse [B, Nq, S].
 struct GlobalTensors {
   std::vector<double> q, k, v, dout, out, lse, dq, dk, dv;
-};
-
-struct TensorErrors {
-  double out = 0, lse = 0, dq = 0, dk = 0, dv = 0;
-};
-
-struct CheckReport {
-  bool ran = false;
-  bool passed = false;
-  TensorErrors err;       // max abs error against the f64 reference
-  TensorErrors allowed;   // the tolerance per tensor
-  TensorErrors baseline;  // f32: the single-process tiled kernel's own error (the tolerance is 2x this)
-  std::string rule;       // how the tolerance was chosen, in words
-  std::vector<double> per_rank;  // max abs error of out (and dq, dk, dv) on the rows each rank owns
 };
 
 struct RankReport {
@@ -65,17 +51,23 @@ struct RunResult {
   RunConfig config;
   std::vector<RankReport> ranks;
   GlobalTensors tensors;
-  CheckReport check;
+  CheckReport check;  // ran only when config.check
   double wall_ms = 0;
 };
 
-// Validates (UsageError), runs, gathers, checks (when config.check). Throws RankFailure when a rank fails.
+// What run() validates before it launches (UsageError): the problem for the strategy, the backend built in, its
+// device computing in the dtype and offering the kernels asked for (config.device), which must take the problem.
+void check_config(const RunConfig& config);
+
+// Validates (check_config), runs, gathers, checks (when config.check). Throws RankFailure when a rank fails.
 RunResult run(const RunConfig& config);
 
-// The seeded global inputs of a run (rounded to f32 for f32 runs), exactly what the ranks generate.
+// The seeded global inputs of a run (q, k, v, and dout for a backward), exactly what its ranks make
+// (global_inputs in inputs.hpp).
 GlobalTensors make_inputs(const RunConfig& config);
 
-// Compares result.tensors with the f64 reference on the same inputs.
+// Compares the run's tensors with the f64 reference on the same inputs, under the rule of the dtype and of the
+// device the backend computes on, with every rank's verdict on the rows it owns (run_check.cpp).
 CheckReport check_run(const RunConfig& config, const GlobalTensors& t);
 
 }  // namespace cpsim

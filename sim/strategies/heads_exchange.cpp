@@ -6,8 +6,12 @@
 
 namespace cpsim {
 
-HeadsExchange::HeadsExchange(Communicator& group, Device& dev, const SeqLayout& fine, const std::vector<int>& members)
-    : group_(group), dev_(dev), local_rows_(fine.local_len()) {
+HeadsExchange::HeadsExchange(Communicator& group, Device& dev, const SeqLayout& fine, const std::vector<int>& members,
+                             std::int64_t kv_heads, bool replicate_kv)
+    : group_(group), dev_(dev), local_rows_(fine.local_len()), kv_heads_(kv_heads), replicate_kv_(replicate_kv) {
+  if (replicate_kv && group.size() % kv_heads != 0)
+    throw Error("KV replication needs the group size to be a multiple of Nkv (A=" + std::to_string(group.size()) +
+                ", Nkv=" + std::to_string(kv_heads) + ")");
   for (int m : members) {
     const Positions p = fine.positions(m);
     group_positions_.insert(group_positions_.end(), p.begin(), p.end());
@@ -61,18 +65,32 @@ Buffer HeadsExchange::heads_to_seq(const Buffer& y, const std::string& name) con
   return x;
 }
 
-Buffer replicate_kv_heads(Device& dev, const Buffer& kv, int A, const std::string& name) {
-  const Dims d = kv.dims();  // kv: [B, s, Nkv, D]
-  if (A % d.n != 0) throw Error("replicate_kv_heads: A must be a multiple of Nkv");
-  Buffer out = dev.alloc({d.b, d.s, A, d.d}, kv.dtype(), Layout::bsnd, name);
-  for (int j = 0; j < A; ++j) dev.copy(View(out).heads(j, 1), View(kv).heads(j * d.n / A, 1));
-  return out;
+HeadsExchange::Heads HeadsExchange::to_heads(const Buffer& q, const Buffer& k, const Buffer& v) const {
+  return Heads{seq_to_heads(q, "q_heads"), kv_to_heads(k, "k"), kv_to_heads(v, "v")};
 }
 
-Buffer sum_kv_replicas(Device& dev, const Buffer& dkv, std::int64_t kv_heads, const std::string& name) {
-  const Dims d = dkv.dims();  // dkv: [B, s, A, D]
-  Buffer out = dev.alloc({d.b, d.s, kv_heads, d.d}, dkv.dtype(), Layout::bsnd, name);
-  for (std::int64_t j = 0; j < d.n; ++j) dev.add(View(out).heads(j * kv_heads / d.n, 1), View(dkv).heads(j, 1));
+LocalGrads HeadsExchange::grads_to_seq(const Buffer& dq, const Buffer& dk, const Buffer& dv) const {
+  LocalGrads g{heads_to_seq(dq, "dq"), heads_to_seq(dk, "dk"), heads_to_seq(dv, "dv")};
+  if (replicate_kv_) {
+    g.dk = sum_replicas(g.dk, "dk");
+    g.dv = sum_replicas(g.dv, "dv");
+  }
+  return g;
+}
+
+Buffer HeadsExchange::kv_to_heads(const Buffer& kv, const std::string& name) const {
+  if (!replicate_kv_) return seq_to_heads(kv, name + "_heads");
+  const int A = group_.size();
+  const Dims d = kv.dims();  // kv: [B, s, Nkv, D] -> rep: [B, s, A, D], head j = KV head j Nkv / A
+  Buffer rep = dev_.alloc({d.b, d.s, A, d.d}, kv.dtype(), Layout::bsnd, name + "_rep");
+  for (int j = 0; j < A; ++j) dev_.copy(View(rep).heads(j, 1), View(kv).heads(j * d.n / A, 1));
+  return seq_to_heads(rep, name + "_heads");
+}
+
+Buffer HeadsExchange::sum_replicas(const Buffer& rep, const std::string& name) const {
+  const Dims d = rep.dims();  // rep: [B, s, A, D] -> [B, s, Nkv, D]: dkv[h] = sum of the replicas j with j Nkv / A = h
+  Buffer out = dev_.alloc({d.b, d.s, kv_heads_, d.d}, rep.dtype(), Layout::bsnd, name);
+  for (std::int64_t j = 0; j < d.n; ++j) dev_.add(View(out).heads(j * kv_heads_ / d.n, 1), View(rep).heads(j, 1));
   return out;
 }
 

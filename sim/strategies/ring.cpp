@@ -3,21 +3,20 @@
 // Forward (rank r of R, step i = 0..R-1, the K/V held at step i belongs to owner o = (r - i) mod R):
 //   1. pack k and v into one buffer kv: [2B, s, Nkv, D] (batches [0,B) = k, [B,2B) = v)
 //   2. start sending kv to r+1 and receiving the next kv from r-1 (double buffer), before computing
-//   3. compute the visible sub-block of Q x KV(o) (the rule below), merge it into (out, lse) by logaddexp
+//   3. compute the visible sub-block of Q x KV(o) (visible_block, ring.hpp), merge it into (out, lse) by logaddexp
 //   4. wait for the exchange, swap buffers; after R-1 exchanges every Q has seen every K/V
-//
-// Which sub-block a step computes (Transformer Engine's rule; h0/h1 are the two zigzag halves of t rows):
-//   zigzag      i = 0: Q[h0,h1] x KV[h0,h1] causal ("diagonal")
-//               o < r: Q[h0,h1] x KV[h0]    all visible ("lower")
-//               o > r: Q[h1]    x KV[h0,h1] all visible ("upper", merged into the h1 rows only)
-//   contiguous  o = r: diagonal;  o < r: full;  o > r: skipped (nothing visible)
-// With zigzag every step costs every rank 2t^2 visible pairs (step 0: 2t^2 + t), hence the balance.
+//   lse = logaddexp(lse_a, lse_b);  out = exp(lse_a - lse) out_a + exp(lse_b - lse) out_b   (Device::merge)
 //
 // Backward runs the ring the other way (send to r-1, receive from r+1), starting from the last K/V the forward
-// held (owner r+1). At step i the rank holds K/V of owner o = (r + 1 + i) mod R and the dK/dV accumulator of
-// that same owner; it adds its block's gradients, then passes K/V and the accumulator on. After R-1 hops both
-// are back at their owner: R-1 K/V exchanges and R-1 dK/dV exchanges. dQ never leaves the rank.
-//   lse = logaddexp(lse_a, lse_b);  out = exp(lse_a - lse) out_a + exp(lse_b - lse) out_b   (Device::merge)
+// held (owner r+1). At step i the rank holds K/V of owner o = (r + 1 + i) mod R, and the dK/dV accumulator of that
+// same owner is on its way from r+1, which added its block to it and passed it on after its own step i-1:
+//   1. start sending K/V on and receiving the next K/V (as forward)
+//   2. compute the block: dQ into dq; dK/dV into a block buffer (at step 0 straight into the accumulator, which
+//      starts here at zero)
+//   3. wait for o's accumulator, add the block's dK/dV to it, and pass it on: it is waited for by r-1 only after
+//      r-1 has computed its next block, so the transfer hides behind that compute (as ring-flash-attention does)
+// After R-1 hops both K/V and accumulator are back at their owner: R-1 K/V exchanges and R-1 dK/dV exchanges.
+// dQ never leaves the rank.
 #include "sim/strategies/ring.hpp"
 
 #include <memory>
@@ -30,47 +29,38 @@ constexpr int kTagKv = 11;
 constexpr int kTagDkv = 12;
 }  // namespace
 
+RingBlock visible_block(const SeqLayout& layout, int rank, int owner, bool causal) {
+  const std::int64_t s = layout.local_len(), t = layout.chunk_len();
+  if (!causal) return {0, s, s, BlockKind::full};
+  if (owner == rank) return {0, s, s, BlockKind::diagonal};
+  if (layout.sharding() == Sharding::zigzag)
+    return owner < rank ? RingBlock{0, s, t, BlockKind::lower} : RingBlock{t, t, s, BlockKind::upper};
+  return owner < rank ? RingBlock{0, s, s, BlockKind::full} : RingBlock{};
+}
+
 RingAttention::RingAttention(Communicator& ring, Device& dev, const SeqLayout& layout, bool causal, double scale)
     : ring_(ring), dev_(dev), layout_(layout), causal_(causal), scale_(scale), rank_(ring.rank()), size_(ring.size()) {}
 
 void RingAttention::forward_block(int owner, const Buffer& kv, Buffer& out, Buffer& lse, Buffer& tile_out,
                                   Buffer& tile_lse, bool first) {
-  const std::int64_t B = batch_, t = layout_.local_len() / 2;
   const Positions q_pos = layout_.positions(rank_), k_pos = layout_.positions(owner);
-  const View k = View(kv).batches(0, B), v = View(kv).batches(B, B);
-  AttentionOptions opt{causal_, scale_, std::nullopt};
-
-  // The block as (query rows, key rows, kind); step 0 writes straight into (out, lse).
-  std::int64_t q0 = 0, nq = layout_.local_len(), k0 = 0, nk = layout_.local_len();
-  if (!causal_ || owner == rank_) {
-    opt.kind = causal_ ? BlockKind::diagonal : BlockKind::full;
-  } else if (layout_.sharding() == Sharding::zigzag) {
-    if (owner < rank_) {
-      nk = t;  // both Q halves see the owner's early half only
-      opt.kind = BlockKind::lower;
-    } else {
-      q0 = t;  // only the late Q half sees the owner's chunks
-      nq = t;
-      opt.kind = BlockKind::upper;
-    }
-  } else if (owner < rank_) {
-    opt.kind = BlockKind::full;
-  } else {
-    dev_.record_skip(q_pos, k_pos, "attention_forward");  // every key is later than every query
+  const RingBlock b = visible_block(layout_, rank_, owner, causal_);
+  if (b.kind == BlockKind::skipped) return dev_.record_skip(q_pos, k_pos, "attention_forward");
+  const View q = View(q_).rows(b.q0, b.nq), k = View(kv).batches(0, batch_).rows(0, b.nk),
+             v = View(kv).batches(batch_, batch_).rows(0, b.nk);
+  const Positions qp = slice(q_pos, b.q0, b.nq), kp = slice(k_pos, 0, b.nk);
+  const AttentionOptions opt{causal_, scale_, b.kind};
+  if (first) {  // step 0 (always the diagonal block) writes straight into (out, lse)
+    dev_.attention_forward(q, qp, k, v, kp, View(out).rows(b.q0, b.nq), View(lse).rows(b.q0, b.nq), opt);
     return;
   }
-  const Positions qp = slice(q_pos, q0, nq), kp = slice(k_pos, k0, nk);
-  if (first) {
-    dev_.attention_forward(View(q_).rows(q0, nq), qp, k.rows(k0, nk), v.rows(k0, nk), kp, View(out).rows(q0, nq),
-                           View(lse).rows(q0, nq), opt);
-    return;
-  }
-  const View to = View(tile_out).rows(q0, nq), tl = View(tile_lse).rows(q0, nq);
-  dev_.attention_forward(View(q_).rows(q0, nq), qp, k.rows(k0, nk), v.rows(k0, nk), kp, to, tl, opt);
-  dev_.merge(View(out).rows(q0, nq), View(lse).rows(q0, nq), to, tl);
+  const View to = View(tile_out).rows(b.q0, b.nq), tl = View(tile_lse).rows(b.q0, b.nq);
+  dev_.attention_forward(q, qp, k, v, kp, to, tl, opt);
+  dev_.merge(View(out).rows(b.q0, b.nq), View(lse).rows(b.q0, b.nq), to, tl);
 }
 
-void RingAttention::forward(const Buffer& q, const Buffer& k, const Buffer& v, Buffer& out, Buffer& lse) {
+void RingAttention::forward(const Buffer& q, const Buffer& k, const Buffer& v, Buffer& out, Buffer& lse,
+                            int first_step) {
   const Dims qd = q.dims(), kd = k.dims();  // q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]
   batch_ = qd.b;
   q_ = q;
@@ -86,7 +76,7 @@ void RingAttention::forward(const Buffer& q, const Buffer& k, const Buffer& v, B
   const int next = (rank_ + 1) % size_, prev = (rank_ - 1 + size_) % size_;
 
   for (int i = 0; i < size_; ++i) {
-    ring_.recorder().step(i);
+    ring_.recorder().step(first_step + i);
     const int owner = ((rank_ - i) % size_ + size_) % size_;
     // 2. Start the next exchange before computing, so the transfer overlaps the block.
     Request send, recv;
@@ -108,70 +98,68 @@ void RingAttention::forward(const Buffer& q, const Buffer& k, const Buffer& v, B
   kv_last_ = kv;  // owner r+1: where the backward ring starts
 }
 
-void RingAttention::backward_block(int owner, const Buffer& kv, const Buffer& dout, Buffer& dq, Buffer& dkv) {
-  const std::int64_t B = batch_, t = layout_.local_len() / 2;
+void RingAttention::backward_block(int owner, const RingBlock& b, const Buffer& kv, const Buffer& dout, Buffer& dq,
+                                   const Buffer& dkv) {
   const Positions q_pos = layout_.positions(rank_), k_pos = layout_.positions(owner);
-  AttentionOptions opt{causal_, scale_, std::nullopt};
-  std::int64_t q0 = 0, nq = layout_.local_len(), k0 = 0, nk = layout_.local_len();
-  if (!causal_ || owner == rank_) {
-    opt.kind = causal_ ? BlockKind::diagonal : BlockKind::full;
-  } else if (layout_.sharding() == Sharding::zigzag) {
-    if (owner < rank_) {
-      nk = t;
-      opt.kind = BlockKind::lower;
-    } else {
-      q0 = t;
-      nq = t;
-      opt.kind = BlockKind::upper;
-    }
-  } else if (owner < rank_) {
-    opt.kind = BlockKind::full;
-  } else {
-    dev_.record_skip(q_pos, k_pos, "attention_backward");
-    return;
-  }
-  const View k = View(kv).batches(0, B).rows(k0, nk), v = View(kv).batches(B, B).rows(k0, nk);
-  const View dk = View(dkv).batches(0, B).rows(k0, nk), dv = View(dkv).batches(B, B).rows(k0, nk);
-  dev_.attention_backward(View(q_).rows(q0, nq), slice(q_pos, q0, nq), k, v, slice(k_pos, k0, nk),
-                          View(out_).rows(q0, nq), View(lse_).rows(q0, nq), View(dout).rows(q0, nq),
-                          View(dq).rows(q0, nq), dk, dv, opt);
+  if (b.kind == BlockKind::skipped) return dev_.record_skip(q_pos, k_pos, "attention_backward");
+  const std::int64_t B = batch_;
+  const View k = View(kv).batches(0, B).rows(0, b.nk), v = View(kv).batches(B, B).rows(0, b.nk);
+  const View dk = View(dkv).batches(0, B).rows(0, b.nk), dv = View(dkv).batches(B, B).rows(0, b.nk);
+  const auto rows = [&](const Buffer& x) { return View(x).rows(b.q0, b.nq); };
+  dev_.attention_backward(rows(q_), slice(q_pos, b.q0, b.nq), k, v, slice(k_pos, 0, b.nk), rows(out_), rows(lse_),
+                          rows(dout), rows(dq), dk, dv, {causal_, scale_, b.kind});
 }
 
-void RingAttention::backward(const Buffer& dout, DType accum, Buffer& dq, Buffer& dk, Buffer& dv) {
+void RingAttention::backward(const Buffer& dout, DType accum, Buffer& dq, Buffer& dk, Buffer& dv, int first_step) {
   const Dims kvd = kv_last_.dims();  // [2B, s, Nkv, D]
   const std::int64_t B = batch_;
+  const bool ring = size_ > 1;
   dq = dev_.alloc(q_.dims(), accum, Layout::bsnd, "dq");
   Buffer kv = kv_last_;
   kv_last_ = Buffer();
-  Buffer kv_next = size_ > 1 ? dev_.alloc(kvd, kv.dtype(), Layout::bsnd, "kv_next") : Buffer();
-  Buffer dkv = dev_.alloc(kvd, accum, Layout::bsnd, "dkv");  // the travelling accumulator
-  Buffer dkv_next = size_ > 1 ? dev_.alloc(kvd, accum, Layout::bsnd, "dkv_next") : Buffer();
+  Buffer kv_next = ring ? dev_.alloc(kvd, kv.dtype(), Layout::bsnd, "kv_next") : Buffer();
+  // The travelling dK/dV accumulators ([2B, s, Nkv, D]: dK batches [0,B), dV [B,2B)): dkv is the one of the owner
+  // whose K/V is held, dkv_next receives the next owner's, dkv_block holds a block's dK/dV until dkv_next arrives.
+  Buffer dkv = dev_.alloc(kvd, accum, Layout::bsnd, "dkv");
+  Buffer dkv_next = ring ? dev_.alloc(kvd, accum, Layout::bsnd, "dkv_next") : Buffer();
+  Buffer dkv_block = ring ? dev_.alloc(kvd, accum, Layout::bsnd, "dkv_block") : Buffer();
   const int to = (rank_ - 1 + size_) % size_, from = (rank_ + 1) % size_;  // the reverse ring
+  Request send_dkv, recv_dkv;  // posted after a block, waited after the next one
 
   for (int i = 0; i < size_; ++i) {
-    ring_.recorder().step(i);
+    ring_.recorder().step(first_step + i);
     const int owner = (rank_ + 1 + i) % size_;
+    const RingBlock b = visible_block(layout_, rank_, owner, causal_);
     // 1. Prefetch the next K/V (it does not depend on this step).
     Request send_kv, recv_kv;
     if (i + 1 < size_) {
       send_kv = ring_.isend(kv.data(), kv.bytes(), to, kTagKv);
       recv_kv = ring_.irecv(kv_next.data(), kv_next.bytes(), from, kTagKv);
     }
-    // 2. This block's dQ stays here; its dK/dV go into the accumulator of the K/V's owner.
-    backward_block(owner, kv, dout, dq, dkv);
-    // 3. Pass the accumulator on with its K/V; after R-1 hops both are home.
-    if (i + 1 < size_) {
-      Request send_dkv = ring_.isend(dkv.data(), dkv.bytes(), to, kTagDkv);
-      Request recv_dkv = ring_.irecv(dkv_next.data(), dkv_next.bytes(), from, kTagDkv);
-      send_kv.wait();
-      recv_kv.wait();
-      send_dkv.wait();
+    // 2. The block: dQ stays here; dK/dV into the accumulator that starts here (step 0), else into dkv_block while
+    //    the owner's accumulator is still in flight.
+    if (i == 0) {
+      backward_block(owner, b, kv, dout, dq, dkv);
+    } else {
+      if (b.kind != BlockKind::skipped) dev_.fill(View(dkv_block).rows(0, b.nk), 0.0);
+      backward_block(owner, b, kv, dout, dq, dkv_block);
+      // 3. The owner's accumulator has come from r+1 (and ours of the last step has left): add this block to it.
       recv_dkv.wait();
-      std::swap(kv, kv_next);
+      send_dkv.wait();
+      if (b.kind != BlockKind::skipped) dev_.add(View(dkv_next).rows(0, b.nk), View(dkv_block).rows(0, b.nk));
       std::swap(dkv, dkv_next);
     }
+    // 4. Pass the accumulator on (waited for after the next block) and take the next K/V; after R-1 hops both are
+    //    home.
+    if (i + 1 < size_) {
+      send_dkv = ring_.isend(dkv.data(), dkv.bytes(), to, kTagDkv);
+      recv_dkv = ring_.irecv(dkv_next.data(), dkv_next.bytes(), from, kTagDkv);
+      send_kv.wait();
+      recv_kv.wait();
+      std::swap(kv, kv_next);
+    }
   }
-  // 4. Unpack the home accumulator: dk = batches [0,B), dv = batches [B,2B).
+  // 5. Unpack the home accumulator: dk = batches [0,B), dv = batches [B,2B).
   dk = dev_.alloc({B, kvd.s, kvd.n, kvd.d}, accum, Layout::bsnd, "dk");
   dv = dev_.alloc({B, kvd.s, kvd.n, kvd.d}, accum, Layout::bsnd, "dv");
   dev_.copy(View(dk), View(dkv).batches(0, B));
@@ -183,25 +171,24 @@ namespace {
 class RingStrategy : public Strategy {
  public:
   RingStrategy(Communicator& comm, Device& dev, const Problem& p)
-      : p_(p), ring_(comm, dev, SeqLayout(p.ranks, p.seq, p.sharding), p.causal, p.scale), comm_(comm) {}
+      : accum_(p.accum_dtype()), ring_(comm, dev, SeqLayout(p.ranks, p.seq, p.sharding), p.causal, p.scale) {}
 
   LocalOutput forward(const Buffer& q, const Buffer& k, const Buffer& v) override {
     LocalOutput o;
     ring_.forward(q, k, v, o.out, o.lse);
-    o.lse_positions = SeqLayout(p_.ranks, p_.seq, p_.sharding).positions(comm_.rank());
+    o.lse_positions = ring_.positions();
     return o;
   }
 
   LocalGrads backward(const Buffer& dout) override {
     LocalGrads g;
-    ring_.backward(dout, p_.accum_dtype(), g.dq, g.dk, g.dv);
+    ring_.backward(dout, accum_, g.dq, g.dk, g.dv);
     return g;
   }
 
  private:
-  Problem p_;
+  DType accum_;
   RingAttention ring_;
-  Communicator& comm_;
 };
 
 }  // namespace

@@ -5,21 +5,43 @@
 
 namespace cpsim {
 
+// The part of (this rank's Q rows) x (the owner's K/V rows) that a ring step computes: local query rows
+// [q0, q0 + nq) against local key rows [0, nk) (the visible keys always start at the owner's first row), labelled
+// `kind`; kind skipped (nq = nk = 0) when no pair is visible. Transformer Engine's rule, with t = S/(2R) rows per
+// zigzag chunk (the two halves h0, h1 of a rank's 2t rows):
+//   full attention     every step: all rows x all rows, full
+//   owner == rank      all rows x all rows, causal: diagonal
+//   zigzag, owner < r  Q[h0, h1] x KV[h0]: both query chunks see the owner's early chunk only, lower
+//   zigzag, owner > r  Q[h1] x KV[h0, h1]: only the late query chunk sees the owner, upper
+//   contiguous         owner < r: all x all, full;  owner > r: every key is later than every query, skipped
+// With zigzag every step costs every rank 2t^2 visible pairs (step 0: 2t^2 + t), hence the balance.
+struct RingBlock {
+  std::int64_t q0 = 0, nq = 0, nk = 0;
+  BlockKind kind = BlockKind::skipped;
+};
+RingBlock visible_block(const SeqLayout& layout, int rank, int owner, bool causal);
+
 class RingAttention {
  public:
   // ring: the ring communicator (rank g of R); layout: the R-rank layout whose positions(g) are this rank's rows.
   RingAttention(Communicator& ring, Device& dev, const SeqLayout& layout, bool causal, double scale);
 
-  // q: [B, s, Nq, D], k, v: [B, s, Nkv, D]  ->  out: [B, s, Nq, D], lse: [B, Nq, s]
-  void forward(const Buffer& q, const Buffer& k, const Buffer& v, Buffer& out, Buffer& lse);
+  // q: [B, s, Nq, D], k, v: [B, s, Nkv, D]  ->  out: [B, s, Nq, D], lse: [B, Nq, s]. The R ring steps are marked
+  // first_step, first_step + 1, ... in the Recorder (the hybrid's ring steps follow its all-to-all step).
+  void forward(const Buffer& q, const Buffer& k, const Buffer& v, Buffer& out, Buffer& lse, int first_step = 0);
   // dout: [B, s, Nq, D]  ->  dq: [B, s, Nq, D], dk, dv: [B, s, Nkv, D] (in the accumulator dtype)
-  void backward(const Buffer& dout, DType accum, Buffer& dq, Buffer& dk, Buffer& dv);
+  void backward(const Buffer& dout, DType accum, Buffer& dq, Buffer& dk, Buffer& dv, int first_step = 0);
+
+  const SeqLayout& layout() const { return layout_; }
+  Positions positions() const { return layout_.positions(rank_); }  // this rank's rows, ascending
 
  private:
-  // Step i holds the K/V of `owner`: computes exactly the visible sub-block (forward or backward).
+  // The visible block of Q x KV(owner), forward (merged into out, lse) and backward (dQ added into dq, dK/dV into
+  // dkv). A skipped block is recorded as such.
   void forward_block(int owner, const Buffer& kv, Buffer& out, Buffer& lse, Buffer& tile_out, Buffer& tile_lse,
                      bool first);
-  void backward_block(int owner, const Buffer& kv, const Buffer& dout, Buffer& dq, Buffer& dkv);
+  void backward_block(int owner, const RingBlock& block, const Buffer& kv, const Buffer& dout, Buffer& dq,
+                      const Buffer& dkv);
 
   Communicator& ring_;
   Device& dev_;

@@ -37,10 +37,12 @@ struct Problem {
   Sharding sharding = Sharding::zigzag;
   int ranks = 1;
   int a2a = 0;               // hybrid: the A2A group size A (C = A x R); 0 picks 2 when C is even
-  bool kv_replicate = false; // ulysses: replicate KV heads onto C/Nkv ranks when C > Nkv
+  bool kv_replicate = false;  // ulysses/hybrid: replicate KV heads onto A/Nkv ranks when A > Nkv
   // Gradient accumulators: f32 for bf16 inputs, else the input dtype.
   DType accum_dtype() const { return dtype == DType::bf16 ? DType::f32 : dtype; }
   int a2a_size(StrategyKind k) const;  // A: C for ulysses, 1 for ring/all_gather, the hybrid's A
+  // Whether the strategy's A2A group copies KV heads: --kv-replicate, and Nkv does not split A ways.
+  bool replicates_kv(StrategyKind k) const { return kv_replicate && kv_heads % a2a_size(k) != 0; }
 };
 
 // Throws UsageError naming the constraint and a fix for every impossible configuration.

@@ -2,15 +2,16 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "comm_test_support.hpp"
+#include "sim/comm/backend_registry.hpp"
 
 using namespace cpsim;
 
 TEST_CASE("backend names parse back to their backend, and an unknown name lists the accepted ones") {
-  for (Backend b : {Backend::threads, Backend::processes, Backend::mpi, Backend::nccl, Backend::cuda_threads})
-    CHECK(parse_backend(backend_name(b)) == b);
+  for (Backend b : all_backends()) CHECK(parse_backend(backend_name(b)) == b);
   try {
     parse_backend("smoke-signals");
     FAIL("expected a UsageError");
@@ -19,15 +20,17 @@ TEST_CASE("backend names parse back to their backend, and an unknown name lists 
   }
 }
 
-TEST_CASE("a backend that is not built in is a usage error naming it and the ones that are") {
-  std::vector<Backend> absent;
-#ifndef CPSIM_HAVE_MPI
-  absent.push_back(Backend::mpi);
-#endif
-#ifndef CPSIM_HAVE_CUDA
-  absent.insert(absent.end(), {Backend::nccl, Backend::cuda_threads});
-#endif
-  for (Backend b : absent) {
+TEST_CASE("every backend is reachable through the registry, or its absence says what the build lacks") {
+  for (Backend b : all_backends()) {
+    CAPTURE(backend_name(b));
+    if (const BackendInfo* info = find_backend(b)) {
+      CHECK(info->backend == b);
+      CHECK(info->launch);
+      CHECK_FALSE(info->device.empty());
+      CHECK(&built_in_backend(b) == info);
+      continue;
+    }
+    CHECK_FALSE(backend_requirement(b).empty());
     LaunchOptions opt;
     opt.ranks = 2;
     opt.backend = b;
@@ -36,10 +39,42 @@ TEST_CASE("a backend that is not built in is a usage error naming it and the one
       FAIL("expected a UsageError");
     } catch (const UsageError& e) {
       const std::string what = e.what();
-      CHECK(what.find("backend '" + std::string(backend_name(b)) + "' is not built in") != std::string::npos);
+      CHECK(what.find("backend '" + std::string(backend_name(b)) + "' is not built in (it needs " +
+                      std::string(backend_requirement(b)) + ")") != std::string::npos);
       CHECK(what.find("--backend threads") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("every build holds the threads and processes backends; mpi and the GPU ones as it was configured") {
+  const std::vector<Backend> held = built_in_backends();
+  auto holds = [&](Backend b) { return std::find(held.begin(), held.end(), b) != held.end(); };
+  CHECK(holds(Backend::threads));
+  CHECK(holds(Backend::processes));
+#ifdef CPSIM_HAVE_MPI
+  CHECK(holds(Backend::mpi));
+  CHECK(find_backend(Backend::mpi)->job_ranks);
+#else
+  CHECK_FALSE(holds(Backend::mpi));
+#endif
+#ifdef CPSIM_HAVE_CUDA
+  CHECK(holds(Backend::nccl));
+  CHECK(holds(Backend::cuda_threads));
+  CHECK(find_backend(Backend::nccl)->device == "cuda");
+#else
+  CHECK_FALSE(holds(Backend::nccl));
+  CHECK_FALSE(holds(Backend::cuda_threads));
+#endif
+  CHECK(find_backend(Backend::threads)->device == "cpu");
+  CHECK_FALSE(find_backend(Backend::threads)->job_ranks);
+}
+
+TEST_CASE("more ranks than a backend runs is a usage error with its fix") {
+  LaunchOptions opt;
+  opt.ranks = find_backend(Backend::processes)->max_ranks + 1;
+  opt.backend = Backend::processes;
+  CHECK_THROWS_WITH_AS(launch(opt, [](Communicator&) { return std::string(); }),
+                       doctest::Contains("the processes backend runs at most"), UsageError);
 }
 
 #ifdef CPSIM_HAVE_MPI

@@ -23,10 +23,10 @@ inline std::string every_call(Communicator& comm) {
   const int C = comm.size(), r = comm.rank();
   auto buffer = [&](std::int64_t n, std::vector<double> values = {}) {
     const Buffer b = dev->alloc({1, n, 1, 1}, DType::f32, Layout::bsnd, "x");
-    if (!values.empty()) upload_doubles(*dev, b, values);
+    if (!values.empty()) upload_values(*dev, b, values);
     return b;
   };
-  auto values = [&](const Buffer& b) { return download_doubles(*dev, b); };
+  auto values = [&](const Buffer& b) { return download_values(*dev, b); };
 
   {  // all_gather: recv[p] = rank p's {p, p + 0.5, p + 0.25}
     const Buffer s = buffer(3, {double(r), r + 0.5, r + 0.25}), g = buffer(3 * C);

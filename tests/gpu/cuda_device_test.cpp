@@ -50,17 +50,17 @@ Result run_block(cuda::CudaDevice& dev, const Block& b, double prefill = 0.5) {
   const Dims qd{s.B, s.Sq, s.Nq, s.D}, kd{s.B, s.Sk, s.Nkv, s.D};
   const Buffer q = dev.alloc(qd, b.dtype, Layout::bsnd, "q"), k = dev.alloc(kd, b.dtype, Layout::bsnd, "k"),
                v = dev.alloc(kd, b.dtype, Layout::bsnd, "v"), dout = dev.alloc(qd, b.dtype, Layout::bsnd, "dout");
-  upload_doubles(dev, q, b.q);
-  upload_doubles(dev, k, b.k);
-  upload_doubles(dev, v, b.v);
-  upload_doubles(dev, dout, b.dout);
+  upload_values(dev, q, b.q);
+  upload_values(dev, k, b.k);
+  upload_values(dev, v, b.v);
+  upload_values(dev, dout, b.dout);
   const Buffer out = dev.alloc(qd, b.dtype, Layout::bsnd, "out");
   const Buffer lse = dev.alloc({s.B, s.Sq, s.Nq, 1}, b.dtype, Layout::bns, "lse");
   Result r;
   r.fwd = dev.attention_forward(View(q), b.qp, View(k), View(v), b.kp, View(out), View(lse), {b.causal, 0, {}});
   r.fwd_path = dev.last_path();
-  r.out = download_doubles(dev, out);
-  r.lse = download_doubles(dev, lse);
+  r.out = download_values(dev, out);
+  r.lse = download_values(dev, lse);
   const Buffer dq = dev.alloc(qd, DType::f32, Layout::bsnd, "dq"), dk = dev.alloc(kd, DType::f32, Layout::bsnd, "dk"),
                dv = dev.alloc(kd, DType::f32, Layout::bsnd, "dv");
   for (const Buffer* g : {&dq, &dk, &dv}) dev.fill(View(*g), prefill);
@@ -68,14 +68,14 @@ Result run_block(cuda::CudaDevice& dev, const Block& b, double prefill = 0.5) {
                                  View(dk), View(dv), {b.causal, 0, {}});
   r.bwd_path = dev.last_path();
   for (auto [buf, dst] : {std::pair{&dq, &r.dq}, std::pair{&dk, &r.dk}, std::pair{&dv, &r.dv}}) {
-    *dst = download_doubles(dev, *buf);
+    *dst = download_values(dev, *buf);
     for (double& x : *dst) x -= prefill;
   }
   return r;
 }
 
 void expect_reference(const Block& b, const Result& r) {
-  const GpuTolerance tol = gpu_tolerance(b.dtype, b.shape.Nq != b.shape.Nkv);
+  const CheckRule tol = check_rule(b.dtype, true, b.shape.Nq != b.shape.Nkv);
   const RefForward f = reference_forward(b.q, b.k, b.v, b.shape, b.qp, b.kp, b.causal);
   const RefBackward g = reference_backward(b.q, b.k, b.v, b.dout, b.shape, b.qp, b.kp, b.causal);
   close_enough("out", r.out, f.out, tol);
@@ -208,9 +208,9 @@ TEST_CASE("attention calls queue without the host waiting: many calls in a row, 
   const Dims qd{1, 64, 2, 64}, kd{1, 64 + kCalls, 2, 64};
   const Buffer q = dev.alloc(qd, DType::bf16, Layout::bsnd, "q"), k = dev.alloc(kd, DType::bf16, Layout::bsnd, "k"),
                v = dev.alloc(kd, DType::bf16, Layout::bsnd, "v");
-  upload_doubles(dev, q, b.q);
-  upload_doubles(dev, k, b.k);
-  upload_doubles(dev, v, b.v);
+  upload_values(dev, q, b.q);
+  upload_values(dev, k, b.k);
+  upload_values(dev, v, b.v);
   const Buffer out = dev.alloc({1, 64 * kCalls, 2, 64}, DType::bf16, Layout::bsnd, "out");
   const Buffer lse = dev.alloc({1, 64 * kCalls, 2, 1}, DType::f32, Layout::bns, "lse");
   // Call c: the 64 queries at positions 30..93 against key rows c .. c+63 at positions 3c .., into rows 64c.. of
@@ -218,8 +218,8 @@ TEST_CASE("attention calls queue without the host waiting: many calls in a row, 
   for (int c = 0; c < kCalls; ++c)
     dev.attention_forward(View(q), b.qp, View(k).rows(c, 64), View(v).rows(c, 64), iota_positions(3 * c, 64),
                           View(out).rows(64 * c, 64), View(lse).rows(64 * c, 64));
-  const auto got = download_doubles(dev, out);
-  const GpuTolerance tol = gpu_tolerance(DType::bf16, false);
+  const auto got = download_values(dev, out);
+  const CheckRule tol = check_rule(DType::bf16, true, false);
   for (int c = 0; c < kCalls; ++c) {
     INFO("call " << c);
     std::vector<double> kc(b.k.begin() + c * 2 * 64, b.k.begin() + (c + 64) * 2 * 64),
@@ -257,11 +257,11 @@ TEST_CASE("attention reads and writes only its views inside larger buffers") {
       Buffer q = dev.alloc(big, dtype, Layout::bsnd, "q"), k = dev.alloc(big, dtype, Layout::bsnd, "k"),
              v = dev.alloc(big, dtype, Layout::bsnd, "v"), dout = dev.alloc(big, dtype, Layout::bsnd, "dout"),
              out = dev.alloc(big, dtype, Layout::bsnd, "out");
-      upload_doubles(dev, q, place(b.q, 4));
-      upload_doubles(dev, k, place(b.k, 2));
-      upload_doubles(dev, v, place(b.v, 2));
-      upload_doubles(dev, dout, place(b.dout, 4));
-      upload_doubles(dev, out, std::vector<double>(static_cast<std::size_t>(big.numel()), kSentinel));
+      upload_values(dev, q, place(b.q, 4));
+      upload_values(dev, k, place(b.k, 2));
+      upload_values(dev, v, place(b.v, 2));
+      upload_values(dev, dout, place(b.dout, 4));
+      upload_values(dev, out, std::vector<double>(static_cast<std::size_t>(big.numel()), kSentinel));
       Buffer lse = dev.alloc({2, 100, 6, 1}, DType::f32, Layout::bns, "lse");
       dev.fill(View(lse), kSentinel);
       Buffer dq = dev.alloc(big, DType::f32, Layout::bsnd, "dq"), dk = dev.alloc(big, DType::f32, Layout::bsnd, "dk"),
@@ -292,11 +292,11 @@ TEST_CASE("attention reads and writes only its views inside larger buffers") {
             }
         return changed;
       };
-      const GpuTolerance tol = gpu_tolerance(dtype, true);
+      const CheckRule tol = check_rule(dtype, true, true);
       const RefForward f = reference_forward(b.q, b.k, b.v, b.shape, b.qp, b.kp, true);
       const RefBackward g = reference_backward(b.q, b.k, b.v, b.dout, b.shape, b.qp, b.kp, true);
-      const auto out_h = download_doubles(dev, out), dq_h = download_doubles(dev, dq), dk_h = download_doubles(dev, dk),
-                 dv_h = download_doubles(dev, dv), lse_h = download_doubles(dev, lse);
+      const auto out_h = download_values(dev, out), dq_h = download_values(dev, dq), dk_h = download_values(dev, dk),
+                 dv_h = download_values(dev, dv), lse_h = download_values(dev, lse);
       close_enough("out", inside(out_h, 4, 0), f.out, tol);
       close_enough("dq", inside(dq_h, 4, kSentinel), g.dq, tol);
       close_enough("dk", inside(dk_h, 2, kSentinel), g.dk, tol);
@@ -334,9 +334,9 @@ TEST_CASE("merging two halves of the keys by their LSE gives attention over all 
     const Dims qd{1, 32, 4, 64}, kd{1, 80, 4, 64};
     const Buffer q = dev.alloc(qd, dtype, Layout::bsnd, "q"), k = dev.alloc(kd, dtype, Layout::bsnd, "k"),
                  v = dev.alloc(kd, dtype, Layout::bsnd, "v");
-    upload_doubles(dev, q, b.q);
-    upload_doubles(dev, k, b.k);
-    upload_doubles(dev, v, b.v);
+    upload_values(dev, q, b.q);
+    upload_values(dev, k, b.k);
+    upload_values(dev, v, b.v);
     const Buffer out = dev.alloc(qd, dtype, Layout::bsnd, "out"), out2 = dev.alloc(qd, dtype, Layout::bsnd, "out2");
     const Buffer lse = dev.alloc({1, 32, 4, 1}, dtype, Layout::bns, "lse"),
                  lse2 = dev.alloc({1, 32, 4, 1}, dtype, Layout::bns, "lse2");
@@ -345,11 +345,11 @@ TEST_CASE("merging two halves of the keys by their LSE gives attention over all 
     dev.attention_forward(View(q), b.qp, View(k).rows(0, 40), View(v).rows(0, 40), first, View(out), View(lse));
     dev.attention_forward(View(q), b.qp, View(k).rows(40, 40), View(v).rows(40, 40), second, View(out2), View(lse2));
     // Merge rows [8, 32) only: rows 0..7 must keep the first half's result.
-    const auto before = download_doubles(dev, out);
+    const auto before = download_values(dev, out);
     dev.merge(View(out).rows(8, 24), View(lse).rows(8, 24), View(out2).rows(8, 24), View(lse2).rows(8, 24));
-    const auto merged = download_doubles(dev, out);
+    const auto merged = download_values(dev, out);
     const RefForward all = reference_forward(b.q, b.k, b.v, b.shape, b.qp, b.kp, true);
-    const GpuTolerance tol = gpu_tolerance(dtype, false);
+    const CheckRule tol = check_rule(dtype, true, false);
     std::vector<double> got(merged.begin() + 8 * 4 * 64, merged.end()),
         want(all.out.begin() + 8 * 4 * 64, all.out.end());
     close_enough("merged out", got, want, tol);
@@ -368,13 +368,13 @@ TEST_CASE("merge leaves rows whose partial result saw no key unchanged, never Na
                  lse_t = dev.alloc({1, 4, 1, 1}, DType::f32, Layout::bns, "lse_t");
     std::vector<double> o(4 * 64, 0.0), ot(4 * 64, 2.0);
     for (int d = 0; d < 64; ++d) o[64 + d] = 1.0;  // row 1 holds a result
-    upload_doubles(dev, out, o);
-    upload_doubles(dev, out_t, ot);
+    upload_values(dev, out, o);
+    upload_values(dev, out_t, ot);
     // rows: 0 both -inf, 1 acc 0.5 / tile -inf, 2 acc -inf / tile 0.25, 3 both log(1) = 0.
-    upload_doubles(dev, lse, {-INFINITY, 0.5, -INFINITY, 0.0});
-    upload_doubles(dev, lse_t, {-INFINITY, -INFINITY, 0.25, 0.0});
+    upload_values(dev, lse, {-INFINITY, 0.5, -INFINITY, 0.0});
+    upload_values(dev, lse_t, {-INFINITY, -INFINITY, 0.25, 0.0});
     dev.merge(View(out), View(lse), View(out_t), View(lse_t));
-    const auto got = download_doubles(dev, out), l = download_doubles(dev, lse);
+    const auto got = download_values(dev, out), l = download_values(dev, lse);
     CHECK(std::isinf(l[0]));
     CHECK(l[1] == doctest::Approx(0.5));
     CHECK(l[2] == doctest::Approx(0.25));
@@ -395,18 +395,18 @@ TEST_CASE("copy converts between f32 and bf16, add accumulates, fill writes only
   const auto n = static_cast<std::size_t>(d.numel());
   const std::vector<double> x = test::seeded(9, 0, n, DType::f64);
   const Buffer f = dev->alloc(d, DType::f32, Layout::bsnd, "f"), h = dev->alloc(d, DType::bf16, Layout::bsnd, "h");
-  upload_doubles(*dev, f, x);
+  upload_values(*dev, f, x);
   dev->copy(View(h), View(f));
-  const auto hb = download_doubles(*dev, h);
+  const auto hb = download_values(*dev, h);
   for (std::size_t i = 0; i < n; ++i) CHECK(hb[i] == round_to_bf16(static_cast<float>(x[i])));
   dev->add(View(f), View(h));  // f = x + bf16(x)
-  const auto sum = download_doubles(*dev, f);
+  const auto sum = download_values(*dev, f);
   for (std::size_t i = 0; i < n; ++i)
     CHECK(sum[i] == static_cast<double>(static_cast<float>(static_cast<float>(x[i]) + static_cast<float>(hb[i]))));
   // A box copy between different heads and rows.
   const Buffer g = dev->alloc(d, DType::f32, Layout::bsnd, "g");
   dev->copy(View(g).batches(1, 1).rows(1, 3).heads(0, 2), View(h).batches(0, 1).rows(2, 3).heads(1, 2));
-  const auto gh = download_doubles(*dev, g);
+  const auto gh = download_values(*dev, g);
   for (std::int64_t s = 0; s < 5; ++s)
     for (std::int64_t hh = 0; hh < 3; ++hh)
       for (std::int64_t e = 0; e < 8; ++e) {
@@ -417,7 +417,7 @@ TEST_CASE("copy converts between f32 and bf16, add accumulates, fill writes only
   // fill -inf on part of an LSE buffer.
   const Buffer lse = dev->alloc({2, 5, 3, 1}, DType::bf16, Layout::bns, "lse");
   dev->fill(View(lse).heads(1, 2).rows(1, 3), -INFINITY);
-  const auto lh = download_doubles(*dev, lse);
+  const auto lh = download_values(*dev, lse);
   int inf = 0;
   for (double v : lh) inf += std::isinf(v) ? 1 : (v == 0.0 ? 0 : 1000);
   CHECK(inf == 2 * 2 * 3);

@@ -1,5 +1,6 @@
 # The GPU tests, built when the CUDA backend is (include()d from tests/CMakeLists.txt).
-#   test_gpu_host  what needs no GPU: tolerances, bf16 rounding, tile counts, the NCCL batching rule (label unit)
+#   test_gpu_host  what needs no GPU: tile counts, the NCCL batching rule, the MMA fragments (label unit); the GPU
+#                  check rules and bf16 rounding need no CUDA and are tested in tests/kernels and tests/core
 #   test_gpu       the CUDA device, the cuda-threads communicator, every strategy on cuda-threads, and the nccl
 #                  backend (label gpu). Without a usable GPU it prints why and exits 77: CTest reports it skipped.
 # The nccl suites run as entries of their own, since a process that has used CUDA may not fork ranks that use it.

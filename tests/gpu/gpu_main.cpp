@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cuda/cuda_api.hpp"
+#include "sim/cuda/probe.hpp"
 
 int main(int argc, char** argv) {
   constexpr int kSkipped = 77;

@@ -1,6 +1,6 @@
 // Helpers for the GPU tests: seeded inputs in the run's precision, a whole context-parallel run on a GPU launcher
 // (written against launch_cuda_threads / launch_nccl and make_cuda_device directly), and the check against the f64
-// reference with the GPU tolerance.
+// reference under the GPU rule (sim/kernels/check.hpp).
 #pragma once
 #include <doctest/doctest.h>
 
@@ -8,31 +8,31 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/bf16.hpp"
 #include "sim/core/bytes.hpp"
 #include "sim/core/random.hpp"
-#include "sim/cuda/cuda_api.hpp"
-#include "sim/kernels/reference.hpp"
+#include "sim/cuda/launchers.hpp"
+#include "sim/cuda/make_device.hpp"
+#include "sim/cuda/probe.hpp"
+#include "sim/kernels/check.hpp"
+#include "sim/kernels/host_io.hpp"
+#include "sim/runtime/inputs.hpp"
 #include "sim/strategies/strategy.hpp"
 
 namespace cpsim::test {
 
-// Values as a buffer of this dtype holds them (bf16 and f32 rounding; f64 unchanged).
-inline std::vector<double> rounded(std::vector<double> v, DType t) {
-  for (double& x : v)
-    x = t == DType::bf16 ? round_to_bf16(x) : t == DType::f32 ? static_cast<double>(static_cast<float>(x)) : x;
-  return v;
-}
-
+// n seeded values of one stream, as a buffer of this dtype holds them.
 inline std::vector<double> seeded(std::uint64_t seed, std::uint64_t stream, std::size_t n, DType t) {
-  return rounded(normals(seed, stream, n), t);
+  std::vector<double> v = normals(seed, stream, n);
+  for (double& x : v) x = round_to_dtype(x, t);
+  return v;
 }
 
 // Checks one tensor; the message names it and the errors.
 inline bool close_enough(const char* name, const std::vector<double>& got, const std::vector<double>& want,
-                         const GpuTolerance& tol) {
-  const CloseCheck c = check_close(got, want, tol);
-  INFO(name << ": max abs error " << c.max_abs_error << ", worst error / allowed " << c.worst_ratio << " (" << tol.rule
-            << ")");
+                         const CheckRule& rule) {
+  const TensorCheck c = check_tensor(got, want, rule);
+  INFO(name << ": max abs error " << c.err << ", worst error / allowed " << c.worst << " (" << rule.words << ")");
   CHECK(c.passed);
   return c.passed;
 }
@@ -56,10 +56,11 @@ inline GpuRunResult run_on_gpu(const GpuRun& cfg, const Launcher& launcher) {
   const Problem& p = cfg.problem;
   const std::int64_t qe = p.heads * p.head_dim, ke = p.kv_heads * p.head_dim;
   GpuRunResult r;
-  r.q = seeded(cfg.seed, 0, static_cast<std::size_t>(p.batch * p.seq * qe), p.dtype);
-  r.k = seeded(cfg.seed, 1, static_cast<std::size_t>(p.batch * p.seq * ke), p.dtype);
-  r.v = seeded(cfg.seed, 2, static_cast<std::size_t>(p.batch * p.seq * ke), p.dtype);
-  if (cfg.backward) r.dout = seeded(cfg.seed, 3, static_cast<std::size_t>(p.batch * p.seq * qe), p.dtype);
+  Inputs in = global_inputs(p, cfg.seed, cfg.backward);
+  r.q = std::move(in.q);
+  r.k = std::move(in.k);
+  r.v = std::move(in.v);
+  r.dout = std::move(in.dout);
   const SeqLayout L(p.ranks, p.seq, p.sharding);
   LaunchOptions opt;
   opt.ranks = p.ranks;
@@ -70,23 +71,23 @@ inline GpuRunResult run_on_gpu(const GpuRun& cfg, const Launcher& launcher) {
     const std::int64_t s = L.local_len();
     auto buffer = [&](const std::vector<double>& global, std::int64_t row, const char* name) {
       const Buffer b = dev->alloc({p.batch, s, row / p.head_dim, p.head_dim}, p.dtype, Layout::bsnd, name);
-      upload_doubles(*dev, b, shard(L, global, p.batch, row, rank));
+      upload_values(*dev, b, shard(L, global, p.batch, row, rank));
       return b;
     };
     const Buffer q = buffer(r.q, qe, "q"), k = buffer(r.k, ke, "k"), v = buffer(r.v, ke, "v");
     auto strategy = make_strategy(cfg.strategy, comm, *dev, p);
     const LocalOutput o = strategy->forward(q, k, v);
     ByteWriter w;
-    w.put(download_doubles(*dev, o.out));
-    w.put(download_doubles(*dev, o.lse));
+    w.put(download_values(*dev, o.out));
+    w.put(download_values(*dev, o.lse));
     w.put<std::int64_t>(o.lse.dims().n);
     w.put(o.lse_head0);
     w.put(o.lse_positions);
     if (cfg.backward) {
       const LocalGrads g = strategy->backward(buffer(r.dout, qe, "dout"));
-      w.put(download_doubles(*dev, g.dq));
-      w.put(download_doubles(*dev, g.dk));
-      w.put(download_doubles(*dev, g.dv));
+      w.put(download_values(*dev, g.dq));
+      w.put(download_values(*dev, g.dk));
+      w.put(download_values(*dev, g.dv));
     }
     return w.take();
   });
@@ -143,17 +144,14 @@ inline void expect_matches_reference(const GpuRun& cfg, const Launcher& launcher
   const Problem& p = cfg.problem;
   const GpuRunResult r = run_on_gpu(cfg, launcher);
   REQUIRE(r.outcomes.size() == static_cast<std::size_t>(p.ranks));
-  const AttentionShape shape{p.batch, p.seq, p.seq, p.heads, p.kv_heads, p.head_dim};
-  const Positions pos = iota_positions(0, p.seq);
-  const GpuTolerance tol = gpu_tolerance(p.dtype, p.kv_heads != p.heads);
-  const RefForward ref = reference_forward(r.q, r.k, r.v, shape, pos, pos, p.causal, p.scale);
-  close_enough("out", r.out, ref.out, tol);
-  close_enough("lse", r.lse, ref.lse, tol);
-  if (!cfg.backward) return;
-  const RefBackward refb = reference_backward(r.q, r.k, r.v, r.dout, shape, pos, pos, p.causal, p.scale);
-  close_enough("dq", r.dq, refb.dq, tol);
-  close_enough("dk", r.dk, refb.dk, tol);
-  close_enough("dv", r.dv, refb.dv, tol);
+  const RefBackward got_b{r.dq, r.dk, r.dv};
+  const CheckReport c = check_against_reference(whole_problem(p, Inputs{r.q, r.k, r.v, r.dout}),
+                                                check_rule(p.dtype, true, p.kv_heads != p.heads),
+                                                RefForward{r.out, r.lse}, cfg.backward ? &got_b : nullptr);
+  INFO(c.rule << ": max abs errors out " << c.err.out << ", lse " << c.err.lse << ", dq " << c.err.dq << ", dk "
+              << c.err.dk << ", dv " << c.err.dv << "; worst error / allowed out " << c.worst.out << ", lse "
+              << c.worst.lse << ", dq " << c.worst.dq << ", dk " << c.worst.dk << ", dv " << c.worst.dv);
+  CHECK(c.passed);
 }
 
 // A small problem every strategy can run at C ranks: S = 32 C, Nq = 8, Nkv = 8 (or 2 with GQA), D = 64.

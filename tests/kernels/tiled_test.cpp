@@ -14,20 +14,26 @@
 #include "sim/kernels/plain.hpp"
 #include "sim/kernels/single_run.hpp"
 #include "sim/layout/layout.hpp"
+#include "sim/runtime/inputs.hpp"
 
 using namespace cpsim;
 
 namespace {
 
+// The check under the CPU rule for the dtype (check.hpp).
+CheckReport cpu_check(const AttentionProblem& p, DType dtype, const RefForward& f, const RefBackward* b) {
+  return check_against_reference(p, check_rule(dtype, false, p.shape.Nq != p.shape.Nkv), f, b);
+}
+
 // Runs the tiled kernel on the problem and checks it with the project's rule (check.hpp).
-AttentionCheck tiled_check(const AttentionProblem& p, DType dtype, int tile) {
+CheckReport tiled_check(const AttentionProblem& p, DType dtype, int tile) {
   Recorder rec;
   CpuDevice dev(rec, tile);
   const SingleRun r = run_single_device(dev, p, dtype);
-  return check_against_reference(p, dtype, r.fwd, &r.bwd);
+  return cpu_check(p, dtype, r.fwd, &r.bwd);
 }
 
-void require_passed(const AttentionCheck& c) {
+void require_passed(const CheckReport& c) {
   INFO("out ", c.err.out, " <= ", c.allowed.out, ";  lse ", c.err.lse, " <= ", c.allowed.lse);
   INFO("dq ", c.err.dq, " <= ", c.allowed.dq, ";  dk ", c.err.dk, " <= ", c.allowed.dk, ";  dv ", c.err.dv,
        " <= ", c.allowed.dv);
@@ -46,7 +52,7 @@ TEST_CASE("the tiled kernel matches the f64 reference to 1e-10 in f64 over head 
         CAPTURE(nkv);
         CAPTURE(causal);
         const AttentionShape sh{.B = 2, .Sq = 77, .Sk = 77, .Nq = nq, .Nkv = nkv, .D = D};  // 77: not a tile multiple
-        const auto c = tiled_check(random_problem(sh, causal, DType::f64, 11), DType::f64, 32);
+        const auto c = tiled_check(attention_problem(sh, causal, DType::f64, 11), DType::f64, 32);
         require_passed(c);
         CHECK(c.allowed.out == kF64Tolerance);
       }
@@ -61,16 +67,16 @@ TEST_CASE("the tiled kernel in f32 stays within twice the plain f32 error over h
         CAPTURE(nkv);
         CAPTURE(causal);
         const AttentionShape sh{.B = 2, .Sq = 77, .Sk = 77, .Nq = nq, .Nkv = nkv, .D = D};
-        const auto c = tiled_check(random_problem(sh, causal, DType::f32, 12), DType::f32, 32);
+        const auto c = tiled_check(attention_problem(sh, causal, DType::f32, 12), DType::f32, 32);
         require_passed(c);
-        CHECK(c.plain.out > 0);  // the baseline really is single precision
-        CHECK(c.plain.dq > 0);
+        CHECK(c.baseline.out > 0);  // the baseline really is single precision
+        CHECK(c.baseline.dq > 0);
       }
 }
 
 TEST_CASE("the tiled kernel gives the same results for every tile size, including one row and more than S") {
   const AttentionShape sh{.B = 1, .Sq = 45, .Sk = 45, .Nq = 2, .Nkv = 1, .D = 16};
-  const AttentionProblem p = random_problem(sh, true, DType::f64, 3);
+  const AttentionProblem p = attention_problem(sh, true, DType::f64, 3);
   for (int tile : {1, 7, 16, 45, 64}) {
     CAPTURE(tile);
     require_passed(tiled_check(p, DType::f64, tile));
@@ -84,7 +90,7 @@ TEST_CASE("the tiled kernel matches the reference on zigzag shards: every rank's
       CAPTURE(qr);
       CAPTURE(kr);
       const AttentionShape sh{.B = 2, .Sq = 24, .Sk = 24, .Nq = 4, .Nkv = 2, .D = 16};
-      AttentionProblem p = random_problem(sh, true, DType::f64, 100 + qr * 4 + kr);
+      AttentionProblem p = attention_problem(sh, true, DType::f64, 100 + qr * 4 + kr);
       p.q_pos = L.positions(qr);
       p.k_pos = L.positions(kr);
       require_passed(tiled_check(p, DType::f64, 8));  // tiles of 8 straddle nothing: chunks are 12 long
@@ -95,7 +101,7 @@ TEST_CASE("the tiled kernel matches the reference on zigzag shards: every rank's
 TEST_CASE("rows that see no key get zero output, -inf lse and zero gradients, never NaN") {
   for (DType t : {DType::f64, DType::f32}) {
     const AttentionShape sh{.B = 2, .Sq = 20, .Sk = 30, .Nq = 2, .Nkv = 1, .D = 16};
-    AttentionProblem p = random_problem(sh, true, t, 21);
+    AttentionProblem p = attention_problem(sh, true, t, 21);
     p.q_pos = iota_positions(0, 20);   // queries 0..19
     p.k_pos = iota_positions(10, 30);  // keys 10..39: queries 0..9 see nothing
     Recorder rec;
@@ -117,7 +123,7 @@ TEST_CASE("rows that see no key get zero output, -inf lse and zero gradients, ne
         }
     for (const auto* x : {&r.bwd.dk, &r.bwd.dv})
       for (double e : *x) REQUIRE(std::isfinite(e));
-    const auto c = check_against_reference(p, t, r.fwd, &r.bwd);
+    const auto c = cpu_check(p, t, r.fwd, &r.bwd);
     require_passed(c);
   }
 }
@@ -126,9 +132,9 @@ TEST_CASE("scores scaled x30 stay finite and still match the reference") {
   for (DType t : {DType::f64, DType::f32}) {
     CAPTURE(dtype_name(t));
     const AttentionShape sh{.B = 1, .Sq = 50, .Sk = 50, .Nq = 2, .Nkv = 2, .D = 64};
-    AttentionProblem p = random_problem(sh, true, t, 30);
+    AttentionProblem p = attention_problem(sh, true, t, 30);
     for (double& x : p.q) x *= 30;
-    if (t == DType::f32) p.q = round_to_f32(p.q);  // the f32 kernel must see exactly the reference's inputs
+    for (double& x : p.q) x = round_to_dtype(x, t);  // the f32 kernel must see exactly the reference's inputs
     Recorder rec;
     CpuDevice dev(rec, 16);
     const SingleRun r = run_single_device(dev, p, t);
@@ -137,7 +143,7 @@ TEST_CASE("scores scaled x30 stay finite and still match the reference") {
     double max_lse = 0;
     for (double l : r.fwd.lse) max_lse = std::max(max_lse, l);
     CHECK(max_lse > std::log(FLT_MAX));  // the scores really are large: exp(lse) would overflow a float
-    require_passed(check_against_reference(p, t, r.fwd, &r.bwd));
+    require_passed(cpu_check(p, t, r.fwd, &r.bwd));
   }
 }
 
@@ -145,7 +151,7 @@ TEST_CASE("a wholly masked tile is skipped without reading its keys and values")
   // Queries 0..31, keys 0..95, tiles of 32: key tiles 1 and 2 lie after every query. Poisoning them with NaN
   // shows they are never read (a single read would turn the output into NaN).
   const AttentionShape sh{.B = 1, .Sq = 32, .Sk = 96, .Nq = 2, .Nkv = 1, .D = 16};
-  AttentionProblem p = random_problem(sh, true, DType::f32, 40);
+  AttentionProblem p = attention_problem(sh, true, DType::f32, 40);
   const AttentionProblem clean = p;
   for (std::size_t i = 32 * 16; i < p.k.size(); ++i) p.k[i] = p.v[i] = std::nan("");
   Recorder rec;
@@ -155,12 +161,12 @@ TEST_CASE("a wholly masked tile is skipped without reading its keys and values")
   CHECK(r.fwd_work.tiles_skipped == 4);
   CHECK(r.bwd_work.tiles_skipped == 4);
   for (std::size_t i = 32 * 16; i < r.bwd.dk.size(); ++i) REQUIRE(r.bwd.dk[i] == 0);
-  require_passed(check_against_reference(clean, DType::f32, r.fwd, &r.bwd));
+  require_passed(cpu_check(clean, DType::f32, r.fwd, &r.bwd));
 }
 
 TEST_CASE("the backward adds into dq, dk and dv instead of overwriting them") {
   const AttentionShape sh{.B = 1, .Sq = 20, .Sk = 20, .Nq = 2, .Nkv = 1, .D = 8};
-  const AttentionProblem p = random_problem(sh, true, DType::f64, 50);
+  const AttentionProblem p = attention_problem(sh, true, DType::f64, 50);
   Recorder rec;
   CpuDevice dev(rec, 8);
   const Dims qd{1, 20, 2, 8}, kd{1, 20, 1, 8};
@@ -192,7 +198,7 @@ TEST_CASE("the kernel reads and writes strided views inside larger buffers and l
   const std::int64_t S = 25, Nq = 4, Nkv = 2, D = 16;
   const AttentionShape sh{.B = 1, .Sq = S, .Sk = S, .Nq = Nq, .Nkv = Nkv, .D = D};
   for (DType t : {DType::f64, DType::f32}) {
-    const AttentionProblem p = random_problem(sh, true, t, 60);
+    const AttentionProblem p = attention_problem(sh, true, t, 60);
     Recorder rec;
     CpuDevice dev(rec, 8);
     const double sentinel = 7;
@@ -237,7 +243,7 @@ TEST_CASE("the kernel reads and writes strided views inside larger buffers and l
     r.bwd.dq = unpack(qbox(DQ), {1, S, Nq, D});
     r.bwd.dk = unpack(kbox(DK), {1, S, Nkv, D});
     r.bwd.dv = unpack(kbox(DV), {1, S, Nkv, D});
-    require_passed(check_against_reference(p, t, r.fwd, &r.bwd));
+    require_passed(cpu_check(p, t, r.fwd, &r.bwd));
     // Everything outside the boxes still holds the sentinel.
     auto outside_untouched = [&](const Buffer& b, auto inside) {
       const auto x = download_values(dev, b);
@@ -266,7 +272,7 @@ TEST_CASE("the kernel reads and writes strided views inside larger buffers and l
 
 TEST_CASE("positions that are not ascending are refused") {
   const AttentionShape sh{.B = 1, .Sq = 3, .Sk = 3, .Nq = 1, .Nkv = 1, .D = 4};
-  AttentionProblem p = random_problem(sh, true, DType::f64, 1);
+  AttentionProblem p = attention_problem(sh, true, DType::f64, 1);
   p.k_pos = {0, 2, 1};
   Recorder rec;
   CpuDevice dev(rec);
@@ -278,6 +284,6 @@ TEST_CASE("at S = 1024 with the default tile the kernel passes the rule in f32 a
   const AttentionShape sh{.B = 1, .Sq = 1024, .Sk = 1024, .Nq = 4, .Nkv = 2, .D = 128};
   for (DType t : {DType::f32, DType::f64}) {
     CAPTURE(dtype_name(t));
-    require_passed(tiled_check(random_problem(sh, true, t, 70), t, CpuDevice::kDefaultTile));
+    require_passed(tiled_check(attention_problem(sh, true, t, 70), t, CpuDevice::kDefaultTile));
   }
 }

@@ -112,6 +112,67 @@ TEST_CASE("a hybrid trace has 4 all-to-alls in its group and R-1 ring isends for
   }
 }
 
+// A rank's events of one type in one phase, from its Recorder, in the order recorded.
+std::vector<TraceEvent> events_of(const RunResult& r, int rank, TraceEvent::Type type, const std::string& phase) {
+  std::vector<TraceEvent> out;
+  for (const TraceEvent& e : r.ranks[static_cast<std::size_t>(rank)].stats.events())
+    if (e.type == type && e.phase == phase) out.push_back(e);
+  return out;
+}
+
+TEST_CASE("the ring backward waits for each dK/dV accumulator only after computing the next block") {
+  for (Sharding sh : {Sharding::zigzag, Sharding::contiguous}) {
+    const int C = 4;
+    const RunResult r = run(traced(StrategyKind::ring, sh, C, true));
+    for (int rank = 0; rank < C; ++rank) {
+      CAPTURE(sharding_name(sh));
+      CAPTURE(rank);
+      const auto posted = events_of(r, rank, TraceEvent::Type::comm, "backward");
+      const auto waits = events_of(r, rank, TraceEvent::Type::wait, "backward");
+      const auto blocks = events_of(r, rank, TraceEvent::Type::compute, "backward");
+      auto at_step = [](const std::vector<TraceEvent>& v, int step) {
+        return std::count_if(v.begin(), v.end(), [&](const TraceEvent& e) { return e.step == step; });
+      };
+      // Step 0 posts the K/V exchange and, after its block, the accumulator's: four requests, two waited there.
+      CHECK(at_step(posted, 0) == 4);
+      CHECK(at_step(waits, 0) == 2);
+      for (int i = 1; i < C; ++i) {
+        CAPTURE(i);
+        // Every later step first computes its block, then waits for the accumulator posted the step before.
+        const auto block = std::find_if(blocks.begin(), blocks.end(), [&](const TraceEvent& e) { return e.step == i; });
+        REQUIRE(block != blocks.end());
+        const auto first_wait =
+            std::find_if(waits.begin(), waits.end(), [&](const TraceEvent& e) { return e.step == i; });
+        REQUIRE(first_wait != waits.end());
+        CHECK(first_wait->start_us >= block->start_us + block->dur_us);
+        CHECK(at_step(posted, i) == (i + 1 < C ? 4 : 0));
+        CHECK(at_step(waits, i) == (i + 1 < C ? 4 : 2));
+      }
+      CHECK(posted.size() == waits.size());  // every request waited, none left open
+    }
+  }
+}
+
+TEST_CASE("the hybrid records no event outside a step: its all-to-alls in steps of their own, the ring's between") {
+  const int C = 8, A = 2, R = C / A;
+  const RunResult r = run(traced(StrategyKind::hybrid, Sharding::zigzag, C, true));
+  for (int rank = 0; rank < C; ++rank)
+    for (const std::string phase : {"forward", "backward"}) {
+      CAPTURE(rank);
+      CAPTURE(phase);
+      for (TraceEvent::Type type : {TraceEvent::Type::compute, TraceEvent::Type::comm, TraceEvent::Type::wait})
+        for (const TraceEvent& e : events_of(r, rank, type, phase)) {
+          CAPTURE(e.name);
+          CHECK(e.step >= 0);
+          if (e.name == "all_to_all") CHECK((e.step == 0 || e.step == R + 1));
+          if (type == TraceEvent::Type::compute) CHECK((e.step >= 1 && e.step <= R));
+        }
+      const auto steps = events_of(r, rank, TraceEvent::Type::step, phase);
+      REQUIRE(steps.size() == static_cast<std::size_t>(R + 2));
+      for (int i = 0; i < R + 2; ++i) CHECK(steps[static_cast<std::size_t>(i)].step == i);
+    }
+}
+
 TEST_CASE("every trace event has the fields of the Chrome trace event format") {
   const RunResult r = run(traced(StrategyKind::hybrid, Sharding::zigzag, 4, true));
   const Value root = JsonReader::parse(trace_json(r));

@@ -1,9 +1,9 @@
 #include "sim/comm/collectives/reduce.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
-#include <cstring>
+
+#include "sim/core/bf16.hpp"
 
 namespace cpsim::collectives {
 
@@ -24,22 +24,11 @@ void combine_as(T* out, const T* a, const T* b, std::size_t n, ReduceOp op) {
   }
 }
 
-// bf16 is the high half of an f32.
-float bf16_to_f32(std::uint16_t h) {
-  return std::bit_cast<float>(std::uint32_t{h} << 16);
-}
-std::uint16_t f32_to_bf16(float f) {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // NaN stays NaN
-  const std::uint32_t round = 0x7fffu + ((u >> 16) & 1u);                                    // to nearest even
-  return static_cast<std::uint16_t>((u + round) >> 16);
-}
-
 void combine_bf16(std::uint16_t* out, const std::uint16_t* a, const std::uint16_t* b, std::size_t n, ReduceOp op) {
   for (std::size_t i = 0; i < n; ++i) {
-    const float x = bf16_to_f32(a[i]), y = bf16_to_f32(b[i]);
+    const float x = from_bf16_bits(a[i]), y = from_bf16_bits(b[i]);
     const float r = op == ReduceOp::sum ? x + y : op == ReduceOp::max ? std::max(x, y) : std::min(x, y);
-    out[i] = f32_to_bf16(r);
+    out[i] = to_bf16_bits(r);
   }
 }
 

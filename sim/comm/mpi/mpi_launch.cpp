@@ -11,7 +11,9 @@
 //    mpirun then reports the abort and exits non-zero (2 for a usage error, 1 otherwise).
 // 5. Gather: every rank's result and Recorder, serialised (ByteWriter), to rank 0 in rank order.
 //
-// Also here: the MPI side of run_on_rank0() and broadcast_from_rank0() (launcher.hpp).
+// Also here: the MPI side of run_on_rank0() and broadcast_from_rank0() (launcher.hpp), and the registration.
+#include "sim/comm/mpi/mpi_launch.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -20,6 +22,7 @@
 #include <string>
 #include <thread>
 
+#include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
 #include "sim/comm/mpi/mpi_communicator.hpp"
 #include "sim/core/bytes.hpp"
@@ -112,7 +115,7 @@ std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn) 
   Recorder rec(rank, opt.tracing);
   std::vector<std::string> payloads;
   try {
-    mpi::MpiCommunicator world(comm, rec, iota_ranks(size), dog, native);
+    mpi::MpiCommunicator world(comm, rec, rank_range(0, size), dog, native);
     // STEP 3: the clocks' common origin.
     {
       mpi::Watch w(*dog, mpi::Call{"the barrier that starts the run", -1, -1, -1, size});
@@ -181,6 +184,15 @@ void mpi_run_on_rank0(const std::function<void()>& fn) {
   mpi::check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
   wait_idle(req, "waiting for rank 0");
   if (failure) std::rethrow_exception(failure);
+}
+
+CPSIM_BACKEND(mpi) {
+  info.backend = Backend::mpi;
+  info.device = "cpu";
+  info.job_ranks = true;
+  info.launch = launch_mpi;
+  info.run_on_rank0 = mpi_run_on_rank0;
+  info.broadcast_from_rank0 = mpi_broadcast_from_rank0;
 }
 
 }  // namespace cpsim

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "sim/comm/launch_support.hpp"
+#include "sim/comm/launcher.hpp"
 #include "sim/core/error.hpp"
 
 namespace cpsim::mpi {

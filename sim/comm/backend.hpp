@@ -1,0 +1,53 @@
+// The vocabulary every backend and every caller of the launcher shares: the backends' names, what a launch is
+// asked for (LaunchOptions), what each rank returns (RankOutcome), and how a failed rank is reported.
+//
+// Which backends a build holds is the registry's business (backend_registry.hpp): each backend registers itself;
+// this file only names them all, and says for each what a build needs to hold it.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/comm/communicator.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/recorder.hpp"
+
+namespace cpsim {
+
+enum class Backend { threads, processes, mpi, nccl, cuda_threads };
+std::vector<Backend> all_backends();
+std::string_view backend_name(Backend b);
+Backend parse_backend(std::string_view s);  // throws UsageError listing the accepted names
+// What a build needs to hold the backend ("" for threads and processes, which every build holds).
+std::string_view backend_requirement(Backend b);
+
+struct LaunchOptions {
+  int ranks = 1;
+  Backend backend = Backend::threads;
+  // Every blocking wait gives up after this long and reports a likely deadlock (rank, operation, peer).
+  std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+  bool tracing = false;
+  // The form of all_gather, reduce_scatter and all_reduce on the threads and processes backends; unset: the
+  // backend's own (threads direct; processes direct for small chunks, the ring for large ones:
+  // docs/backends-threads-processes.md). mpi uses MPI's own.
+  std::optional<CollectiveAlgorithm> collectives;
+};
+
+struct RankOutcome {
+  int rank = 0;
+  std::string result;  // what the rank function returned
+  Recorder stats;
+};
+
+struct RankFailure : Error {
+  int rank;
+  RankFailure(int r, const std::string& what) : Error("rank " + std::to_string(r) + ": " + what), rank(r) {}
+};
+
+using RankFn = std::function<std::string(Communicator&)>;
+using LaunchFn = std::function<std::vector<RankOutcome>(const LaunchOptions&, const RankFn&)>;
+
+}  // namespace cpsim

@@ -1,0 +1,81 @@
+#include "sim/runtime/rank_run.hpp"
+
+#include "sim/comm/backend_registry.hpp"
+#include "sim/core/bytes.hpp"
+#include "sim/kernels/device_registry.hpp"
+#include "sim/kernels/host_io.hpp"
+#include "sim/runtime/inputs.hpp"
+
+namespace cpsim {
+
+std::string RankResult::serialize() const {
+  ByteWriter w;
+  w.put(out);
+  w.put(lse);
+  w.put(dq);
+  w.put(dk);
+  w.put(dv);
+  w.put(lse_heads);
+  w.put(lse_head0);
+  w.put(lse_positions);
+  return w.take();
+}
+
+RankResult RankResult::deserialize(const std::string& bytes) {
+  ByteReader r(bytes);
+  RankResult x;
+  r.get(x.out);
+  r.get(x.lse);
+  r.get(x.dq);
+  r.get(x.dk);
+  r.get(x.dv);
+  r.get(x.lse_heads);
+  r.get(x.lse_head0);
+  r.get(x.lse_positions);
+  return x;
+}
+
+std::string run_rank(const RunConfig& cfg, Communicator& comm) {
+  const Problem& p = cfg.problem;
+  Recorder& rec = comm.recorder();
+  if (cfg.step_hook) rec.set_step_hook([&](const std::string& phase, int step) { cfg.step_hook(comm, phase, step); });
+  // A GPU rank's device: its launcher's GPU and streams.
+  const auto dev_owner = make_device(built_in_backend(cfg.backend).device, rec, cfg.device);
+  Device& dev = *dev_owner;
+  const int r = comm.rank();
+  const std::int64_t s = SeqLayout(p.ranks, p.seq, p.sharding).local_len();
+  const Dims qd{p.batch, s, p.heads, p.head_dim}, kd{p.batch, s, p.kv_heads, p.head_dim};
+
+  // 1. This rank's shard of the seeded inputs.   q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]
+  Inputs in = rank_inputs(p, cfg.seed, r, false);
+  if (cfg.tamper) cfg.tamper(r, in.q, in.k, in.v);
+  const Buffer q = upload_new(dev, in.q, qd, p.dtype, Layout::bsnd, "q");
+  const Buffer k = upload_new(dev, in.k, kd, p.dtype, Layout::bsnd, "k");
+  const Buffer v = upload_new(dev, in.v, kd, p.dtype, Layout::bsnd, "v");
+
+  // 2. Forward (and backward) through the strategy.
+  auto strategy = make_strategy(cfg.strategy, comm, dev, p);
+  RankResult res;
+  rec.begin_phase("forward");
+  const LocalOutput o = strategy->forward(q, k, v);
+  dev.synchronize();
+  rec.end_phase();
+  res.out = download_values(dev, o.out);
+  res.lse = download_values(dev, o.lse);
+  res.lse_heads = o.lse.dims().n;
+  res.lse_head0 = o.lse_head0;
+  res.lse_positions = o.lse_positions;
+  if (cfg.backward) {
+    const Buffer dout = upload_new(dev, rank_input(p, cfg.seed, Input::dout, r), qd, p.dtype, Layout::bsnd, "dout");
+    rec.begin_phase("backward");
+    const LocalGrads g = strategy->backward(dout);
+    dev.synchronize();
+    rec.end_phase();
+    res.dq = download_values(dev, g.dq);
+    res.dk = download_values(dev, g.dk);
+    res.dv = download_values(dev, g.dv);
+  }
+  return res.serialize();
+}
+
+}  // namespace cpsim
