@@ -17,6 +17,7 @@
 #include "sim/comm/launch_support.hpp"
 #include "sim/comm/p2p_communicator.hpp"
 #include "sim/comm/shm_engine.hpp"
+#include "sim/comm/shm_heap.hpp"
 #include "sim/comm/shm_segment.hpp"
 #include "sim/core/bytes.hpp"
 
@@ -138,6 +139,12 @@ void flush_output() {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher dies: so do we
   if (::getppid() != parent) ::_exit(kExitStopped);
   int code = kExitOk;
+  // This rank's buffers come from its arena of the shared heap (shm_heap.hpp) for as long as the process lives.
+  std::optional<RankArena> arena;
+  if (world.arena_size() > 0) {
+    arena.emplace(world.arena(r), world.arena_size());
+    install_host_arena(&*arena);
+  }
   try {
     ShmEngine engine(world, r, opt.timeout);
     Recorder rec(r, opt.tracing);
@@ -302,8 +309,10 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
   static std::mutex one_at_a_time;  // the signal handlers and the children belong to one launch
   std::lock_guard guard(one_at_a_time);
   const int c = opt.ranks;
-  ShmSegment segment(ShmWorld::bytes_needed(c));
-  const ShmWorld world(segment.data(), c, true);
+  // One segment: the rings, and a heap of an arena per rank for the buffers the ranks send from and receive into.
+  const std::size_t arena = arena_bytes(opt.heap_bytes);
+  ShmSegment segment(ShmWorld::bytes_needed(c, arena));
+  const ShmWorld world(segment.data(), c, arena, true);
   ShmEngine engine(world, c, opt.timeout);  // the launcher's endpoint: receives results
   std::vector<Child> children(c);
   StopSignals signals;

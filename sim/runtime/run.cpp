@@ -4,6 +4,7 @@
 #include "sim/core/error.hpp"
 #include "sim/kernels/device_registry.hpp"
 #include "sim/runtime/inputs.hpp"
+#include "sim/runtime/memory_need.hpp"
 #include "sim/runtime/mpi_runs.hpp"
 #include "sim/runtime/rank_run.hpp"
 
@@ -60,6 +61,9 @@ RunResult run(const RunConfig& cfg) {
   opt.backend = cfg.backend;
   opt.timeout = cfg.timeout;
   opt.tracing = cfg.tracing;
+  // The processes backend keeps the ranks' buffers in a shared heap sized to each rank's peak (memory_need.hpp).
+  if (cfg.backend == Backend::processes)
+    opt.heap_bytes = static_cast<std::size_t>(memory_need(cfg).largest_rank_peak());
   announce_run(cfg);  // under mpirun, to the processes following rank 0's runs (mpi_runs.hpp)
   auto outcomes = launch(opt, [&](Communicator& comm) { return run_rank(cfg, comm); });
   result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -289,6 +289,45 @@ TEST_CASE("processes: a launcher started with SIGINT and SIGTERM ignored keeps t
   check_nothing_left_behind();
 }
 
+TEST_CASE("processes: a rank killed while its peers copy out of its heap buffers fails the run within seconds") {
+  LaunchOptions opt = options(kB, 4);
+  opt.heap_bytes = std::size_t{16} << 20;
+  const Failure f = expect_failure(opt, [](Communicator& comm) {
+    Bytes mine(1 << 20), all(4 << 20), next(1 << 20);  // in the heap: every message goes by reference
+    if (comm.rank() == 1) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ::kill(::getpid(), SIGKILL);
+      }).detach();
+    }
+    const int c = comm.size(), r = comm.rank();
+    for (;;) {
+      comm.all_gather(mine.data(), all.data(), mine.size());
+      comm.sendrecv(mine.data(), mine.size(), (r + 1) % c, next.data(), next.size(), (r + c - 1) % c);
+    }
+    return std::string();
+  });
+  CHECK(f.rank == 1);
+  CHECK_MESSAGE(f.what.find("killed by SIGKILL (signal 9)") != std::string::npos, f.what);
+  CHECK(f.seconds < 5);
+  check_nothing_left_behind();
+}
+
+TEST_CASE("processes: a shared heap /dev/shm cannot hold is refused before any rank starts, naming the need") {
+  LaunchOptions opt = options(kB, 2);
+  opt.heap_bytes = std::size_t{1} << 50;  // a petabyte per rank
+  try {
+    launch(opt, [](Communicator&) { return std::string("ran"); });
+    FAIL("the launch should have been refused");
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    CHECK_MESSAGE(what.find("the processes backend needs") != std::string::npos, what);
+    CHECK_MESSAGE(what.find("/dev/shm cannot provide it") != std::string::npos, what);
+    CHECK_MESSAGE(what.find("--backend threads") != std::string::npos, what);
+  }
+  check_nothing_left_behind();
+}
+
 TEST_SUITE("slow") {
   TEST_CASE("processes: 64 MiB messages cross sendrecv rings, all_gather and all_to_all intact") {
     const std::size_t big = std::size_t{64} << 20;
