@@ -23,6 +23,7 @@ struct RunConfig {
   Backend backend = Backend::threads;
   bool backward = false;
   bool check = false;
+  bool keep_inputs = false;  // RunResult.tensors holds q, k, v (and dout) too (--dump); a check makes them anyway
   std::uint64_t seed = 1;
   bool tracing = false;
   std::string machine;  // a modeled run (`cpsim predict --trace`): the machine model's name; empty when measured
@@ -34,7 +35,7 @@ struct RunConfig {
 };
 
 // Tensors in global sequence order, as doubles: q, out, dq, dout [B, S, Nq, D]; k, v, dk, dv [B, S, Nkv, D];
-// lse [B, Nq, S].
+// lse [B, Nq, S]. The inputs (q, k, v, dout) only when the run checks or keeps them (the ranks make their own shards).
 struct GlobalTensors {
   std::vector<double> q, k, v, dout, out, lse, dq, dk, dv;
 };
