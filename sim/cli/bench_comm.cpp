@@ -247,8 +247,8 @@ void print_goals(const std::vector<RatioGoal>& goals, const LatencyGoal (&lat)[2
       std::printf("#   %-46s not evaluated (needs both backends and such chunks in the sweep)\n", g.what.c_str());
       continue;
     }
-    std::printf("#   %-46s lowest %.2f (%s; %d rows): %s\n", g.what.c_str(), *g.lowest, g.at.c_str(), g.rows,
-                g.met() ? "met" : "not met");
+    std::printf("#   %-46s lowest %.2f (%s; %d row%s): %s\n", g.what.c_str(), *g.lowest, g.at.c_str(), g.rows,
+                g.rows == 1 ? "" : "s", g.met() ? "met" : "not met");
   }
   for (int t = 0; t < 2; ++t) {
     if (!listed[t]) continue;

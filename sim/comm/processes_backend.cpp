@@ -1,6 +1,7 @@
 #include "sim/comm/processes_backend.hpp"
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -144,6 +145,11 @@ void flush_output() {
   if (world.arena_size() > 0) {
     arena.emplace(world.arena(r), world.arena_size());
     install_host_arena(&*arena);
+    // Its pages mapped now, in one call, rather than a fault per 4 KiB on first touch (the fork left this process no
+    // page table entries for the segment). Only a speed-up: a kernel without MADV_POPULATE_WRITE faults them in later.
+#ifdef MADV_POPULATE_WRITE
+    ::madvise(world.arena(r), world.arena_size(), MADV_POPULATE_WRITE);
+#endif
   }
   try {
     ShmEngine engine(world, r, opt.timeout);
