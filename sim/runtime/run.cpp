@@ -2,8 +2,10 @@
 
 #include "sim/comm/backend_registry.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
 #include "sim/kernels/device_registry.hpp"
 #include "sim/runtime/inputs.hpp"
+#include "sim/runtime/memory_need.hpp"
 #include "sim/runtime/mpi_runs.hpp"
 #include "sim/runtime/rank_run.hpp"
 
@@ -21,7 +23,7 @@ void check_backend(const RunConfig& cfg) {
   const std::string dtype(dtype_name(cfg.problem.dtype));
   throw UsageError((cfg.problem.dtype == DType::bf16 ? std::string("bf16 needs a GPU device")
                                                      : dtype + " is not computed by the " + device + " device") +
-                   "; use --dtype " + fix + " on the " + std::string(backend_name(cfg.backend)) + " backend");
+                   "; " + use({"--dtype " + fix + " on the " + std::string(backend_name(cfg.backend)) + " backend"}));
 }
 
 // x's [B, nh, n] LSE, for heads [h0, h0 + nh) at the n listed positions, into lse [B, Nq, S].
@@ -53,13 +55,16 @@ RunResult run(const RunConfig& cfg) {
   RunResult result;
   result.config = cfg;
 
-  // 1. Launch: every rank runs its part (rank_run.hpp).
-  const auto t0 = std::chrono::steady_clock::now();
   LaunchOptions opt;
   opt.ranks = p.ranks;
   opt.backend = cfg.backend;
   opt.timeout = cfg.timeout;
   opt.tracing = cfg.tracing;
+  check_launch(opt);
+  check_memory(cfg);  // before anything large is allocated (memory_need.hpp)
+
+  // 1. Launch: every rank runs its part (rank_run.hpp).
+  const auto t0 = std::chrono::steady_clock::now();
   announce_run(cfg);  // under mpirun, to the processes following rank 0's runs (mpi_runs.hpp)
   auto outcomes = launch(opt, [&](Communicator& comm) { return run_rank(cfg, comm); });
   result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
