@@ -1,7 +1,10 @@
 #include "sim/runtime/run.hpp"
 
+#include <algorithm>
+
 #include "sim/comm/backend_registry.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
 #include "sim/kernels/device_registry.hpp"
 #include "sim/runtime/inputs.hpp"
 #include "sim/runtime/memory_need.hpp"
@@ -22,7 +25,7 @@ void check_backend(const RunConfig& cfg) {
   const std::string dtype(dtype_name(cfg.problem.dtype));
   throw UsageError((cfg.problem.dtype == DType::bf16 ? std::string("bf16 needs a GPU device")
                                                      : dtype + " is not computed by the " + device + " device") +
-                   "; use --dtype " + fix + " on the " + std::string(backend_name(cfg.backend)) + " backend");
+                   "; " + use({"--dtype " + fix + " on the " + std::string(backend_name(cfg.backend)) + " backend"}));
 }
 
 // x's [B, nh, n] LSE, for heads [h0, h0 + nh) at the n listed positions, into lse [B, Nq, S].
@@ -54,16 +57,23 @@ RunResult run(const RunConfig& cfg) {
   RunResult result;
   result.config = cfg;
 
-  // 1. Launch: every rank runs its part (rank_run.hpp).
-  const auto t0 = std::chrono::steady_clock::now();
   LaunchOptions opt;
   opt.ranks = p.ranks;
   opt.backend = cfg.backend;
   opt.timeout = cfg.timeout;
   opt.tracing = cfg.tracing;
-  // The processes backend keeps the ranks' buffers in a shared heap sized to each rank's peak (memory_need.hpp).
-  if (cfg.backend == Backend::processes)
-    opt.heap_bytes = static_cast<std::size_t>(memory_need(cfg).largest_rank_peak());
+  check_launch(opt);
+  check_memory(cfg);  // before anything large is allocated (memory_need.hpp)
+  // The processes backend keeps each rank's device buffers in a shared heap (sim/comm/shm_heap.hpp), sized to the
+  // largest rank's device peak (counted exactly: memory_need.hpp).
+  if (cfg.backend == Backend::processes) {
+    const MemoryNeed need = memory_need(cfg);
+    for (std::int64_t peak : need.device_peak)
+      opt.heap_bytes = std::max(opt.heap_bytes, static_cast<std::size_t>(peak));
+  }
+
+  // 1. Launch: every rank runs its part (rank_run.hpp).
+  const auto t0 = std::chrono::steady_clock::now();
   announce_run(cfg);  // under mpirun, to the processes following rank 0's runs (mpi_runs.hpp)
   auto outcomes = launch(opt, [&](Communicator& comm) { return run_rank(cfg, comm); });
   result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -19,8 +19,8 @@ const std::map<std::string, std::set<std::string>> kBelow{
     {"kernels", {"core"}},
     {"comm", {"core"}},
     {"strategies", {"core", "layout", "kernels", "comm"}},
-    {"model", {"core", "layout", "kernels", "comm", "strategies"}},
-    {"runtime", {"core", "layout", "kernels", "comm", "strategies", "model"}},
+    {"runtime", {"core", "layout", "kernels", "comm", "strategies"}},
+    {"model", {"core", "layout", "kernels", "comm", "strategies", "runtime"}},
     {"cuda", {"core", "kernels", "comm"}},
     {"cli", {"core", "layout", "kernels", "comm", "strategies", "runtime", "model", "cuda"}},
 };
