@@ -25,6 +25,8 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
   add_switch(kFlagFull, "full", "attention without the causal mask");
   add(kFlagBackend, "backend", &o.backend,
       "threads | processes | mpi (under mpirun -np C; MPI builds) | cuda-threads | nccl (CUDA builds)");
+  add(kFlagKernel, "kernel", &o.kernel,
+      "cuda-threads, nccl: the attention kernels, auto | mma2 | mma1 | simt (docs/gpu.md)");
   add_switch(kFlagBackward, "backward", "run the backward pass too");
   add(kFlagSeed, "seed", &o.seed, "seed of the inputs");
   add(kFlagTimeout, "timeout", &o.timeout_s, "seconds any rank may wait before a deadlock is reported");
@@ -46,6 +48,7 @@ ProblemOptions problem_options(const RunConfig& c) {
   o.head_dim = p.head_dim;
   o.seed = c.seed;
   o.timeout_s = static_cast<double>(c.timeout.count()) / 1000;
+  o.kernel = c.device.kernel;
   return o;
 }
 
@@ -73,12 +76,13 @@ void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm,
     require(o.timeout_s > 0, "--timeout must be positive", "use --timeout 120");
     c.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
   }
+  if (flags & kFlagKernel) c.device.kernel = o.kernel;
 }
 
 RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm) {
   RunConfig c;
   apply_problem_options(o, vm, kAllProblemFlags, c);
-  validate(c.problem, c.strategy);
+  check_config(c);
   return c;
 }
 
