@@ -1,57 +1,103 @@
-// The goals `cpsim bench comm` evaluates (issue 3, docs/performance/comm.md), as a function of the measured
-// rows, so that a test can check the evaluation on fixed numbers (never a timed test):
-//   bandwidth: busbw >= 0.50 x same-run memcpy at every row whose per-rank chunk (one message) is >= 1 MiB;
-//   latency:   ring sendrecv of 1 KiB under 10 us (threads) or 20 us (processes).
-// Beside the bandwidth goal it reports the ceiling at the same rows (bench_comm_ceiling.hpp: the same copies,
-// no messages): its range, how many rows the ceiling itself meets the goal in, and the lowest busbw / ceiling.
+// The goals `cpsim bench comm` evaluates (docs/performance/comm.md), as functions of the measured numbers, so that a
+// test can check the evaluation on fixed numbers (never a timed test).
+//
+// Bandwidth: ratios of busbw measured side by side in one run (`mpirun -np 4 cpsim bench comm --backend
+// threads,processes,mpi`), over every row of sendrecv, all_gather and all_to_all whose per-peer chunk (one message)
+// is 64 KiB to 16 MiB:
+//   processes >= 1.2 x mpi          processes >= 0.8 x threads          threads >= 1.5 x mpi
+//   threads >= 2 x mpi for all_to_all with 1 MiB chunks
+// Latency: ring sendrecv of 1 KiB, threads <= 5 us, processes <= 10 us.
 #pragma once
-#include <algorithm>
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace cpsim::cli {
 
-struct GoalRow {
-  bool sendrecv = false;
-  std::size_t size = 0, chunk_bytes = 0;
-  double us = 0, busbw = 0, memcpy = 0;
-  double ceiling = 0;  // bus/mem of the bare copies (bench_comm_ceiling.hpp); 0: not measured
+enum class CommOp { sendrecv, all_gather, reduce_scatter, all_to_all };
+
+inline const char* comm_op_name(CommOp op) {
+  switch (op) {
+    case CommOp::sendrecv:
+      return "sendrecv";
+    case CommOp::all_gather:
+      return "all_gather";
+    case CommOp::reduce_scatter:
+      return "reduce_scatter";
+    case CommOp::all_to_all:
+      return "all_to_all";
+  }
+  return "?";
+}
+
+// "64K", "1M", "1536": a byte count as the tables print it.
+inline std::string human_bytes(std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0) return std::to_string(bytes >> 20) + "M";
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + "K";
+  return std::to_string(bytes);
+}
+
+// One size of one operation, side by side: each backend's busbw (GB/s) where it was measured.
+struct SideRow {
+  CommOp op = CommOp::sendrecv;
+  std::size_t size = 0, chunk = 0;  // nccl-tests size; per-peer chunk bytes
+  std::optional<double> threads, processes, mpi;
 };
 
-struct CommGoals {
-  static constexpr double kRatioGoal = 0.5;
-  static constexpr std::size_t kRatioFromChunk = std::size_t{1} << 20;
-  double latency_goal_us = 10;
-  std::optional<double> worst_ratio;  // lowest busbw / memcpy over the rows the goal covers (none: no such row)
-  std::optional<double> latency_1k;   // sendrecv time at 1 KiB (none: not in the sweep)
-  // The ceiling over the rows the goal covers that have one.
-  std::optional<double> ceiling_low, ceiling_high;    // lowest and highest bus/mem of the bare copies
-  int rows_with_ceiling = 0, ceiling_meets_goal = 0;  // rows with a ceiling; of those, where it is >= kRatioGoal
-  std::optional<double> worst_of_ceiling;             // lowest (busbw / memcpy) / ceiling
-  bool ratio_met() const { return worst_ratio && *worst_ratio >= kRatioGoal; }
-  bool latency_met() const { return latency_1k && *latency_1k < latency_goal_us; }
+struct RatioGoal {
+  std::string what;  // "processes >= 1.2 x mpi"
+  double goal = 0;
+  std::optional<double> lowest;  // the lowest ratio over the rows it covers that have both backends
+  std::string at;                // where: "all_gather, 64K chunks"
+  int rows = 0;                  // rows it covers
+  bool met() const { return lowest && *lowest >= goal; }
 };
 
-inline CommGoals evaluate_comm_goals(const std::vector<GoalRow>& rows, bool threads) {
-  CommGoals g;
-  g.latency_goal_us = threads ? 10 : 20;
-  for (const GoalRow& row : rows) {
-    if (row.chunk_bytes >= CommGoals::kRatioFromChunk) {
-      const double ratio = row.busbw / row.memcpy;
-      g.worst_ratio = g.worst_ratio ? std::min(*g.worst_ratio, ratio) : ratio;
-      if (row.ceiling > 0) {
-        ++g.rows_with_ceiling;
-        g.ceiling_meets_goal += row.ceiling >= CommGoals::kRatioGoal;
-        g.ceiling_low = g.ceiling_low ? std::min(*g.ceiling_low, row.ceiling) : row.ceiling;
-        g.ceiling_high = g.ceiling_high ? std::max(*g.ceiling_high, row.ceiling) : row.ceiling;
-        const double of = ratio / row.ceiling;
-        g.worst_of_ceiling = g.worst_of_ceiling ? std::min(*g.worst_of_ceiling, of) : of;
+constexpr std::size_t kGoalChunkLow = std::size_t{64} << 10, kGoalChunkHigh = std::size_t{16} << 20;
+
+// The four ratio goals above, in that order (a goal whose backends were not both measured has no rows).
+inline std::vector<RatioGoal> evaluate_ratio_goals(const std::vector<SideRow>& rows) {
+  using Side = std::optional<double> SideRow::*;
+  struct Def {
+    std::string what;
+    double goal;
+    Side num, den;
+    bool all_to_all_1m_only;
+  };
+  const Def defs[] = {{"processes >= 1.2 x mpi", 1.2, &SideRow::processes, &SideRow::mpi, false},
+                      {"processes >= 0.8 x threads", 0.8, &SideRow::processes, &SideRow::threads, false},
+                      {"threads >= 1.5 x mpi", 1.5, &SideRow::threads, &SideRow::mpi, false},
+                      {"threads >= 2 x mpi, all_to_all with 1M chunks", 2.0, &SideRow::threads, &SideRow::mpi, true}};
+  std::vector<RatioGoal> out;
+  for (const Def& d : defs) {
+    RatioGoal g;
+    g.what = d.what;
+    g.goal = d.goal;
+    for (const SideRow& row : rows) {
+      if (row.op == CommOp::reduce_scatter || row.chunk < kGoalChunkLow || row.chunk > kGoalChunkHigh) continue;
+      if (d.all_to_all_1m_only && (row.op != CommOp::all_to_all || row.chunk != (std::size_t{1} << 20))) continue;
+      const std::optional<double>&num = row.*d.num, &den = row.*d.den;
+      if (!num || !den || *den <= 0) continue;
+      ++g.rows;
+      const double ratio = *num / *den;
+      if (!g.lowest || ratio < *g.lowest) {
+        g.lowest = ratio;
+        g.at = std::string(comm_op_name(row.op)) + ", " + human_bytes(row.chunk) + " chunks";
       }
     }
-    if (row.sendrecv && row.size == 1024) g.latency_1k = row.us;
+    out.push_back(g);
   }
-  return g;
+  return out;
+}
+
+struct LatencyGoal {
+  double goal_us = 0;
+  std::optional<double> us;  // the 1 KiB ring sendrecv's time (none: not in the sweep)
+  bool met() const { return us && *us <= goal_us; }
+};
+inline LatencyGoal latency_goal(bool threads, std::optional<double> us_1k) {
+  return LatencyGoal{threads ? 5.0 : 10.0, us_1k};
 }
 
 }  // namespace cpsim::cli

@@ -78,6 +78,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!parse("run", desc, args, vm)) return 0;
   RunConfig cfg = to_run_config(opts, vm);
   cfg.check = vm.count("check") > 0;
+  cfg.keep_inputs = !dump_dir.empty();
   if (!dump_dir.empty() && std::filesystem::exists(dump_dir) && !std::filesystem::is_directory(dump_dir))
     throw UsageError("--dump " + dump_dir + " exists and is not a folder; name a new or existing folder");
 

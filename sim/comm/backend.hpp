@@ -5,6 +5,7 @@
 // this file only names them all, and says for each what a build needs to hold it.
 #pragma once
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -34,6 +35,11 @@ struct LaunchOptions {
   // backend's own (threads direct; processes direct for small chunks, the ring for large ones:
   // docs/backends-threads-processes.md). mpi uses MPI's own.
   std::optional<CollectiveAlgorithm> collectives;
+  // Bytes of buffers each rank holds at most at once (a run's per-rank peak: sim/runtime/memory_need.hpp). The
+  // processes backend makes a shared heap of that size per rank, in which the ranks' host buffers live and from
+  // which messages are copied once (sim/comm/shm_heap.hpp); 0: no heap, every message through the slot rings.
+  // Other backends ignore it.
+  std::size_t heap_bytes = 0;
 };
 
 struct RankOutcome {

@@ -5,6 +5,7 @@
 
 #include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
+#include "sim/core/flags.hpp"
 
 namespace cpsim {
 
@@ -20,9 +21,9 @@ const BackendInfo* job_backend() {
 }
 }  // namespace
 
-std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn) {
+void check_launch(const LaunchOptions& opt) {
   require(opt.ranks >= 1, "the number of ranks must be at least 1 (got " + std::to_string(opt.ranks) + ")",
-          "use --ranks 1 or more");
+          use({"--ranks 1 or more"}));
   require(opt.timeout.count() > 0, "the wait timeout must be positive", "give a timeout of at least 1 ms");
   const BackendInfo& b = built_in_backend(opt.backend);
   const std::string name(backend_name(opt.backend));
@@ -31,6 +32,12 @@ std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn) {
             "the " + name + " backend runs at most " + std::to_string(b.max_ranks) + " ranks (asked for " +
                 std::to_string(opt.ranks) + ")",
             b.max_ranks_fix);
+}
+
+std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn) {
+  check_launch(opt);
+  const BackendInfo& b = built_in_backend(opt.backend);
+  const std::string name(backend_name(opt.backend));
   if (b.job_ranks)
     require(!expecting_announced || std::exchange(announced, false),
             "this program launches on the " + name +

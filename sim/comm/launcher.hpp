@@ -22,6 +22,8 @@ namespace cpsim {
 // get an empty vector). Throws UsageError for impossible options (ranks < 1, a backend not built in, more ranks
 // than the backend runs).
 std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn);
+// The options' own checks, without launching (a run checks them before it counts its memory).
+void check_launch(const LaunchOptions& opt);
 
 // The rank an MPI launcher (mpirun, srun) gave this process, read from its environment (OMPI_COMM_WORLD_RANK,
 // PMIX_RANK, PMI_RANK); -1 when none did. In such a job rank 0 reports (tables, command-line errors, which

@@ -15,6 +15,7 @@
 #include "sim/comm/communicator.hpp"
 #include "sim/comm/envelope.hpp"
 #include "sim/comm/fold.hpp"
+#include "sim/core/host_arena.hpp"
 
 namespace cpsim {
 
@@ -34,7 +35,8 @@ class P2pCommunicator : public Communicator {
   Pending post_recv(const Envelope& env, void* buf, std::size_t bytes, int peer, std::optional<Fold> fold = {});
   std::uint64_t context() const { return context_; }
   // Scratch memory for collectives (reduce-scatter's partial sums), kept between calls so that repeated
-  // calls do not allocate.
+  // calls do not allocate; host memory from the process's arena when it has one (sim/core/host_arena.hpp: the
+  // processes backend's shared heap), so that partial sums sent on are copied once too.
   std::byte* scratch(std::size_t bytes);
   // The form all_gather, reduce_scatter and all_reduce take for chunks of this size (collectives.hpp): the
   // backend's choice, unless the launch imposed one (LaunchOptions::collectives, `bench comm --collectives`).
@@ -77,7 +79,7 @@ class P2pCommunicator : public Communicator {
   std::uint64_t context_;
   std::uint64_t collectives_ = 0;  // collective calls so far (the next one's sequence number)
   std::uint64_t splits_ = 0;       // split calls so far (part of the child's context id)
-  std::vector<std::byte> scratch_;
+  std::vector<std::byte, ArenaAllocator<std::byte>> scratch_;
   std::optional<CollectiveAlgorithm> imposed_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "sim/comm/wait_policy.hpp"
 
@@ -18,15 +19,19 @@ struct ShmEngine::Op {
   std::size_t moved = 0;     // bytes streamed out (send)
   std::optional<Fold> fold;  // receive-and-reduce: buf = op(message, fold->own)
   bool started = false;      // first chunk written (send)
+  bool by_reference = false;  // a send whose one slot holds `ref` (the receiver copies out of the heap)
+  Reference ref;
   enum class State { active, done, failed, cancelled } state = State::active;
   std::string error;
 };
 
 struct ShmEngine::Stash {
   MessageHeader hdr;
-  std::vector<std::byte> data;
+  std::vector<std::byte> data;  // empty for a message sent by reference: its bytes stay in the sender's buffer
   std::uint64_t got = 0;
   bool complete = false;
+  bool by_reference = false;
+  Reference ref;
 };
 
 // A Request::Impl over one engine op. Destroying it before completion cancels the op: the engine never touches
@@ -45,8 +50,25 @@ struct ShmPending final : Request::Impl {
 
 using State = ShmEngine::Op::State;
 
+namespace {
+
+std::uint32_t as_word(RefToken t) {
+  return static_cast<std::uint32_t>(t);
+}
+
+// Lands n zero bytes as a message (a send its rank revoked): the receive's buffer is defined, the stream goes on.
+void land_zeros(void* buf, std::size_t n, const Fold* fold) {
+  static const std::byte zeros[kSlotBytes] = {};
+  for (std::size_t at = 0; at < n; at += kSlotBytes) land(buf, zeros, at, std::min(kSlotBytes, n - at), fold);
+}
+
+}  // namespace
+
 ShmEngine::ShmEngine(const ShmWorld& world, int me, std::chrono::milliseconds timeout)
-    : world_(world), me_(me), timeout_(timeout), sends_(world.ranks() + 1), inbound_(world.ranks()) {}
+    : world_(world), me_(me), timeout_(timeout), sends_(world.ranks() + 1), inbound_(world.ranks()) {
+  if (me < world.ranks() && world.arena_size() > 0)
+    for (std::uint32_t t = kRefTokens; t-- > 0;) free_tokens_.push_back(t);
+}
 
 Pending ShmEngine::send(const Envelope& env, const void* buf, std::size_t bytes, int dst) {
   auto op = std::make_shared<Op>();
@@ -55,8 +77,18 @@ Pending ShmEngine::send(const Envelope& env, const void* buf, std::size_t bytes,
   op->peer = dst;
   op->buf = static_cast<std::byte*>(const_cast<void*>(buf));  // only ever read
   op->bytes = bytes;
+  std::uint64_t offset = 0;
+  if (bytes >= kByReferenceFrom && dst < world_.ranks() && !free_tokens_.empty() && world_.in_heap(buf, bytes, &offset)) {
+    op->by_reference = true;
+    op->ref = Reference{offset, free_tokens_.back()};
+    free_tokens_.pop_back();
+    world_.token(me_, op->ref.token).store(as_word(RefToken::pending), std::memory_order_release);
+    ++by_reference_;
+  } else {
+    ++through_slots_;
+  }
   sends_[dst].push_back(op);
-  push(dst);  // what fits leaves now: a small send completes here
+  push(dst);  // what fits leaves now: a small send completes here, one by reference is posted
   return std::make_unique<ShmPending>(*this, op);
 }
 
@@ -82,6 +114,10 @@ Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int s
   if (!err.empty()) {
     op->state = State::failed;
     op->error = err;
+    if (stash->by_reference) take(src, stash->ref, nullptr, 0, nullptr, false);  // its sender goes on
+  } else if (stash->by_reference) {  // arrived first, left where it lies: we copy it, once
+    take(src, stash->ref, buf, bytes, op->fold ? &*op->fold : nullptr, true);
+    op->state = State::done;
   } else {
     land(buf, stash->data.data(), 0, stash->got, op->fold ? &*op->fold : nullptr);
     if (stash->complete) {
@@ -93,7 +129,8 @@ Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int s
     }
   }
   // Its buffer is free for reuse unless the rest of the message still streams into it (a mismatched receive).
-  if (inbound_[src].stash != stash && spare_.size() < kMaxSpare) spare_.push_back(std::move(stash->data));
+  if (inbound_[src].stash != stash && !stash->by_reference && spare_.size() < kMaxSpare)
+    spare_.push_back(std::move(stash->data));
   return std::make_unique<ShmPending>(*this, op);
 }
 
@@ -102,7 +139,34 @@ bool ShmEngine::progress() {
   for (int d = 0; d < static_cast<int>(sends_.size()); ++d)
     if (!sends_[d].empty()) moved |= push(d);
   for (int s = 0; s < world_.ranks(); ++s) moved |= drain(s);
+  for (auto it = references_.begin(); it != references_.end();) {
+    if ((*it)->state != State::active || reference_done(**it)) {
+      moved = moved || (*it)->state == State::done;
+      it = references_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   return moved;
+}
+
+bool ShmEngine::reference_done(Op& op) {
+  std::atomic<std::uint32_t>& token = world_.token(me_, op.ref.token);
+  if (token.load(std::memory_order_acquire) != as_word(RefToken::done)) return false;
+  token.store(as_word(RefToken::free), std::memory_order_relaxed);
+  free_tokens_.push_back(op.ref.token);
+  op.state = State::done;
+  return true;
+}
+
+void ShmEngine::take(int src, const Reference& ref, void* buf, std::size_t bytes, const Fold* fold, bool copy) {
+  std::atomic<std::uint32_t>& token = world_.token(src, ref.token);
+  std::uint32_t pending = as_word(RefToken::pending);
+  const bool live = token.compare_exchange_strong(pending, as_word(RefToken::claimed), std::memory_order_acq_rel);
+  if (copy && live) land(buf, world_.heap_at(ref.offset), 0, bytes, fold);
+  if (copy && !live) land_zeros(buf, bytes, fold);  // revoked: its rank is failing
+  if (live) token.store(as_word(RefToken::done), std::memory_order_release);
+  world_.bell(src).ring();  // the sender may be waiting for its send to complete
 }
 
 bool ShmEngine::push(int dst) {
@@ -113,13 +177,32 @@ bool ShmEngine::push(int dst) {
     Op& op = *queue.front();
     const bool cancelled = op.state == State::cancelled;
     if (cancelled && !op.started) {
+      if (op.by_reference) {  // never posted: nobody can read its buffer
+        world_.token(me_, op.ref.token).store(as_word(RefToken::free), std::memory_order_relaxed);
+        free_tokens_.push_back(op.ref.token);
+      }
       queue.pop_front();
       continue;
     }
     SlotHeader* slot = ring.free_slot();
     if (!slot) break;
+    if (op.by_reference) {  // one slot: where the bytes lie; done when the receiver has copied them
+      slot->first = 1;
+      slot->msg = MessageHeader{op.env, me_, op.bytes};
+      slot->len = 0;
+      slot->by_reference = 1;
+      std::memcpy(Ring::payload(slot), &op.ref, sizeof op.ref);
+      ring.publish();
+      op.started = true;
+      op.moved = op.bytes;
+      moved = true;
+      references_.push_back(queue.front());
+      queue.pop_front();
+      continue;
+    }
     const std::size_t n = std::min(kSlotBytes, op.bytes - op.moved);
     slot->first = op.started ? 0 : 1;
+    slot->by_reference = 0;
     if (!op.started) slot->msg = MessageHeader{op.env, me_, op.bytes};
     slot->len = n;
     // A send cancelled half-way (its rank is failing) finishes with zeros: the stream stays well-formed.
@@ -138,7 +221,7 @@ bool ShmEngine::push(int dst) {
   return moved;
 }
 
-void ShmEngine::bind(int src, const MessageHeader& h) {
+void ShmEngine::bind(int src, const MessageHeader& h, bool by_reference) {
   Inbound& in = inbound_[src];
   in = Inbound{};
   in.active = true;
@@ -165,6 +248,12 @@ void ShmEngine::bind(int src, const MessageHeader& h) {
   }
   auto stash = std::make_shared<Stash>();
   stash->hdr = h;
+  stash->by_reference = by_reference;
+  if (by_reference) {  // the bytes stay in the sender's buffer until a receive takes them
+    unexpected_.push_back(stash);
+    in.stash = stash;
+    return;
+  }
   if (!spare_.empty()) {  // reuse a buffer: fresh memory costs a page fault per 4 KiB on first touch
     stash->data = std::move(spare_.back());
     spare_.pop_back();
@@ -179,7 +268,24 @@ bool ShmEngine::drain(int src) {
   Inbound& in = inbound_[src];
   bool moved = false;
   while (SlotHeader* slot = ring.filled_slot()) {
-    if (!in.active) bind(src, slot->msg);
+    if (!in.active) bind(src, slot->msg, slot->by_reference != 0);
+    if (slot->by_reference != 0) {
+      Reference ref;
+      std::memcpy(&ref, Ring::payload(slot), sizeof ref);
+      ring.release();
+      moved = true;
+      if (in.op && in.op->state == State::active) {  // the receive came first: we copy now
+        take(src, ref, in.op->buf, in.op->bytes, in.op->fold ? &*in.op->fold : nullptr, true);
+        in.op->state = State::done;
+      } else if (in.stash) {
+        in.stash->ref = ref;
+        in.stash->complete = true;
+      } else {  // its receive failed or was cancelled: release the sender
+        take(src, ref, nullptr, 0, nullptr, false);
+      }
+      in = Inbound{};
+      continue;
+    }
     const std::size_t n = slot->len;
     if (in.op && in.op->state == State::active)
       land(in.op->buf, Ring::payload(slot), in.got, n, in.op->fold ? &*in.op->fold : nullptr);
@@ -204,7 +310,20 @@ bool ShmEngine::finished(Op& op) {
 }
 
 void ShmEngine::cancel(Op& op) {
-  if (op.state == State::active) op.state = State::cancelled;
+  if (op.state != State::active) return;
+  if (op.sending && op.by_reference && op.started) {
+    std::atomic<std::uint32_t>& token = world_.token(me_, op.ref.token);
+    std::uint32_t pending = as_word(RefToken::pending);
+    if (!token.compare_exchange_strong(pending, as_word(RefToken::revoked), std::memory_order_acq_rel)) {
+      // Claimed: the receiver is copying out of the buffer now, and the buffer must outlive that copy (bounded: a
+      // receiver that dies or stops mid-copy no longer counts).
+      const auto deadline = std::chrono::steady_clock::now() + timeout_;
+      while (token.load(std::memory_order_acquire) == as_word(RefToken::claimed) &&
+             world_.status_of(op.peer) == ShmStatus::running && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::yield();
+    }
+  }
+  op.state = State::cancelled;
 }
 
 void ShmEngine::wait(Op& op) {

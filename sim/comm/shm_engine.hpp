@@ -3,6 +3,12 @@
 // receives. It runs only inside this process's calls (post, wait, test): single-threaded, no locks.
 //
 //   send:  queued per destination; the head message of each queue streams chunk by chunk into free slots.
+//          A send of kByReferenceFrom bytes or more from a buffer in the shared heap (shm_heap.hpp) goes by
+//          reference instead: one slot says where its bytes lie and names a token of the sender's; the receiver
+//          copies the bytes once, straight out of the sender's buffer, into the receive buffer (or folds them in),
+//          and marks the token done, which completes the send. Like the threads backend's rendezvous, the copy is
+//          made by whoever arrives second: the receive, when it is posted after the message, or the receiver's
+//          progress when the message comes to a posted receive.
 //   drain: a message's first chunk is matched to the oldest posted receive of the same stream; without one
 //          the message is kept in a private buffer (unexpected; reused from call to call) until a receive takes
 //          it. Chunks are copied out of the slot into the receive buffer (or that buffer) and the slot freed at
@@ -26,6 +32,10 @@
 
 namespace cpsim {
 
+// Sends of at least this many bytes from the heap go by reference; smaller ones are copied through a slot at once
+// (eager: the send completes without its receiver), which is faster than a hand-over for a few KiB.
+constexpr std::size_t kByReferenceFrom = 16 * 1024;
+
 class ShmEngine {
  public:
   ShmEngine(const ShmWorld& world, int me, std::chrono::milliseconds timeout);
@@ -38,6 +48,9 @@ class ShmEngine {
   Pending recv(const Envelope& env, void* buf, std::size_t bytes, int src, std::optional<Fold> fold = {});
   // Moves whatever can move now. True when something moved.
   bool progress();
+  // Sends so far that went by reference, and through the slots (the launcher's results included).
+  std::uint64_t sent_by_reference() const { return by_reference_; }
+  std::uint64_t sent_through_slots() const { return through_slots_; }
 
   struct Op;
 
@@ -53,7 +66,10 @@ class ShmEngine {
 
   bool push(int dst);
   bool drain(int src);
-  void bind(int src, const MessageHeader& h);
+  void bind(int src, const MessageHeader& h, bool by_reference);
+  // The receiver's copy of a message sent by reference (or zeros, when its sender revoked it), then the token.
+  void take(int src, const Reference& ref, void* buf, std::size_t bytes, const Fold* fold, bool copy);
+  bool reference_done(Op& op);  // a send by reference: its receiver marked it done (the token is freed)
   void wait(Op& op);
   void cancel(Op& op);
   bool finished(Op& op);  // done? throws the op's error
@@ -67,6 +83,9 @@ class ShmEngine {
   std::list<std::shared_ptr<Op>> posted_;               // in posting order
   std::vector<std::vector<std::byte>> spare_;           // unexpected messages' buffers, kept for reuse
   static constexpr std::size_t kMaxSpare = 4;
+  std::vector<std::uint32_t> free_tokens_;     // this rank's tokens not in use
+  std::list<std::shared_ptr<Op>> references_;  // sends by reference not yet done
+  std::uint64_t by_reference_ = 0, through_slots_ = 0;
   bool broken_ = false;  // a wait failed: this endpoint's streams are unusable
 };
 

@@ -1,10 +1,13 @@
 #include "sim/comm/shm_segment.hpp"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 
 #include <boost/interprocess/shared_memory_object.hpp>
 #include <cstdint>
 #include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 #include "sim/core/error.hpp"
@@ -12,6 +15,14 @@
 namespace cpsim {
 
 namespace bip = boost::interprocess;
+
+namespace {
+std::string mib(std::uint64_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return s;
+}
+}  // namespace
 
 std::string ShmSegment::random_name() {
   std::uint64_t bits = 0;
@@ -37,11 +48,21 @@ ShmSegment::ShmSegment(const std::string& name, std::size_t bytes, bool keep_nam
   }
   named_ = true;
   try {
-    shm.truncate(static_cast<bip::offset_t>(bytes));
-    const int err = ::posix_fallocate(shm.get_mapping_handle().handle, 0, static_cast<off_t>(bytes));
+    const int fd = shm.get_mapping_handle().handle;
+    // Refused before a byte is reserved when /dev/shm has not that much free; else reserved now, all of it.
+    struct statvfs fs {};
+    const bool sized = ::fstatvfs(fd, &fs) == 0;
+    const std::uint64_t free = sized ? static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize : 0;
+    int err = sized && bytes > free ? ENOSPC : 0;
+    if (err == 0) {
+      shm.truncate(static_cast<bip::offset_t>(bytes));
+      err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    }
     if (err != 0) {
-      throw Error("the processes backend needs " + std::to_string(bytes >> 20) +
-                  " MiB of shared memory and /dev/shm cannot provide it; use fewer ranks or --backend threads");
+      throw UsageError("the processes backend needs " + mib(bytes) +
+                       " of shared memory (its message rings and a heap for the ranks' buffers) and /dev/shm cannot "
+                       "provide it (" + std::strerror(err) + (sized ? ", " + mib(free) + " free" : std::string()) +
+                       "); use fewer ranks or a smaller problem, or --backend threads");
     }
     region_ = bip::mapped_region(shm, bip::read_write);
   } catch (const bip::interprocess_exception& e) {

@@ -2,7 +2,7 @@
 //
 // Created exclusively (create_only: never an existing segment) under an unpredictable name, "cpsim-" and 16 hex
 // digits from /dev/urandom, readable and writable by its owner only (0600). Its bytes are reserved up front
-// (posix_fallocate), so a full /dev/shm is a clear error now rather than a SIGBUS later. The launcher maps it,
+// (posix_fallocate), so a full /dev/shm is refused now (a UsageError naming the need) rather than a SIGBUS later. The launcher maps it,
 // then removes the name at once: the ranks are forked children and inherit the mapping, nothing ever attaches
 // by name, and no exit path (a crash, SIGKILL of the launcher included) can leave it behind in /dev/shm.
 #pragma once

@@ -15,6 +15,8 @@ namespace {
 
 constexpr std::uint64_t kMagic = 0x63707369'6d73686dULL;  // "cpsimshm"
 
+constexpr std::size_t kPage = 4096;
+
 std::size_t round_up(std::size_t n) {
   return (n + 63) / 64 * 64;
 }
@@ -38,14 +40,28 @@ std::size_t ShmWorld::slots_per_ring(int ranks) {
   return std::clamp(kRingBudget / (rings * Ring::kStride), kMinSlotsPerRing, kMaxSlotsPerRing);
 }
 
-std::size_t ShmWorld::bytes_needed(int ranks) {
+namespace {
+
+// Bytes before the token table, and before the heap (page-aligned, so that each arena starts on a page).
+std::size_t tokens_at(int ranks) {
   const std::size_t endpoints = static_cast<std::size_t>(ranks) + 1;
   return round_up(sizeof(ShmControl)) + round_up(sizeof(std::atomic<std::int32_t>) * ranks) +
          sizeof(Doorbell) * endpoints +
-         Ring::bytes(slots_per_ring(ranks)) * static_cast<std::size_t>(ranks) * endpoints;
+         Ring::bytes(ShmWorld::slots_per_ring(ranks)) * static_cast<std::size_t>(ranks) * endpoints;
+}
+std::size_t heap_start(int ranks) {
+  const std::size_t end = tokens_at(ranks) + sizeof(std::atomic<std::uint32_t>) * kRefTokens * ranks;
+  return (end + kPage - 1) / kPage * kPage;
 }
 
-ShmWorld::ShmWorld(void* base, int ranks, bool init) : ranks_(ranks), slots_(slots_per_ring(ranks)) {
+}  // namespace
+
+std::size_t ShmWorld::bytes_needed(int ranks, std::size_t arena) {
+  return heap_start(ranks) + arena * static_cast<std::size_t>(ranks);
+}
+
+ShmWorld::ShmWorld(void* base, int ranks, std::size_t arena, bool init)
+    : ranks_(ranks), slots_(slots_per_ring(ranks)), arena_(arena) {
   auto* p = static_cast<std::byte*>(base);
   control_ = reinterpret_cast<ShmControl*>(p);
   p += round_up(sizeof(ShmControl));
@@ -54,7 +70,11 @@ ShmWorld::ShmWorld(void* base, int ranks, bool init) : ranks_(ranks), slots_(slo
   bells_ = reinterpret_cast<Doorbell*>(p);
   p += sizeof(Doorbell) * (ranks + 1);
   rings_ = p;
+  tokens_ = reinterpret_cast<std::atomic<std::uint32_t>*>(static_cast<std::byte*>(base) + tokens_at(ranks));
+  heap_ = static_cast<std::byte*>(base) + heap_start(ranks);
   if (!init) return;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(ranks) * kRefTokens; ++i)
+    new (&tokens_[i]) std::atomic<std::uint32_t>(static_cast<std::uint32_t>(RefToken::free));
   new (control_) ShmControl();
   control_->magic = kMagic;
   control_->ranks = ranks;
@@ -63,6 +83,14 @@ ShmWorld::ShmWorld(void* base, int ranks, bool init) : ranks_(ranks), slots_(slo
   for (int s = 0; s < ranks; ++s)
     for (int d = 0; d <= ranks; ++d)
       new (rings_ + (static_cast<std::size_t>(s) * (ranks + 1) + d) * Ring::bytes(slots_)) RingCounters();
+}
+
+bool ShmWorld::in_heap(const void* p, std::size_t bytes, std::uint64_t* offset) const {
+  const auto* b = static_cast<const std::byte*>(p);
+  const std::byte* end = heap_ + arena_ * static_cast<std::size_t>(ranks_);
+  if (arena_ == 0 || b < heap_ || b >= end || bytes > static_cast<std::size_t>(end - b)) return false;
+  *offset = static_cast<std::uint64_t>(b - heap_);
+  return true;
 }
 
 Ring ShmWorld::ring(int src, int dst) const {

@@ -1,6 +1,6 @@
-// The layout of the processes backend's shared-memory segment, and the two primitives in it.
+// The layout of the processes backend's shared-memory segment, and the primitives in it.
 //
-//   [control] [status x C] [doorbell x (C+1)] [ring (src, dst) x C (C+1)]
+//   [control] [status x C] [doorbell x (C+1)] [ring (src, dst) x C (C+1)] [token x kRefTokens x C] [heap: arena x C]
 //
 // Endpoints 0..C-1 are the ranks, endpoint C is the launcher (it only receives: each rank's result).
 // - Doorbell (wait_policy.hpp): a 32-bit counter per endpoint. Whoever changes something an endpoint may wait
@@ -13,6 +13,11 @@
 //   kMinSlotsPerRing and kMaxSlotsPerRing slots each): with C=4, 2 MiB each, so a sender streams a 1 MiB message
 //   without waiting for its receiver to be scheduled (4 ranks share 2 cores), and the two copies of a message
 //   (into a slot, out of it) overlap.
+// - Heap (shm_heap.hpp): rank r's arena holds the buffers rank r allocates; a send from a buffer there goes by
+//   reference (shm_engine.hpp): its ring carries where the bytes lie and which of the sender's tokens to complete,
+//   and the receiver copies the bytes once, straight out of the heap. Token states: free -> pending (the sender
+//   posted) -> claimed (the receiver is copying) -> done (the sender may reuse its buffer) -> free, or pending ->
+//   revoked (the sender gave up: its rank is failing; the receiver lands zeros instead).
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -30,6 +35,9 @@ constexpr std::size_t kMinSlotsPerRing = 4;
 constexpr std::size_t kMaxSlotsPerRing = 32;
 constexpr std::size_t kRingBudget = std::size_t{64} << 20;
 constexpr int kMaxProcessRanks = 64;
+constexpr std::uint32_t kRefTokens = 256;  // sends by reference in flight per rank (more go through the rings)
+
+enum class RefToken : std::uint32_t { free, pending, claimed, done, revoked };
 
 // A rank's state as the other ranks and the launcher see it.
 enum class ShmStatus : std::int32_t { running, finished, failed, stopped, dead };
@@ -38,6 +46,13 @@ struct SlotHeader {
   MessageHeader msg;      // valid in a message's first chunk
   std::uint64_t len = 0;  // payload bytes in this slot
   std::uint32_t first = 0;
+  std::uint32_t by_reference = 0;  // the message's one slot holds a Reference, not its bytes
+};
+
+// Where a message sent by reference lies: bytes [offset, offset + msg.bytes) of the heap, and the sender's token.
+struct Reference {
+  std::uint64_t offset = 0;
+  std::uint32_t token = 0;
 };
 
 struct RingCounters {
@@ -80,9 +95,10 @@ struct ShmControl {
 // A view of a segment laid out as above. The launcher constructs it once (init = true) before forking.
 class ShmWorld {
  public:
-  static std::size_t bytes_needed(int ranks);
+  // The segment for C ranks with arenas of arena bytes each (shm_heap.hpp's arena_bytes; 0: no heap).
+  static std::size_t bytes_needed(int ranks, std::size_t arena = 0);
   static std::size_t slots_per_ring(int ranks);
-  ShmWorld(void* base, int ranks, bool init);
+  ShmWorld(void* base, int ranks, std::size_t arena, bool init);
 
   int ranks() const { return ranks_; }
   ShmControl& control() const { return *control_; }
@@ -91,6 +107,14 @@ class ShmWorld {
   void set_status(int rank, ShmStatus s) const { status_[rank].store(static_cast<std::int32_t>(s)); }
   Doorbell& bell(int endpoint) const { return bells_[endpoint]; }
   Ring ring(int src, int dst) const;  // src a rank, dst a rank or the launcher (ranks())
+  std::atomic<std::uint32_t>& token(int rank, std::uint32_t i) const {
+    return tokens_[static_cast<std::size_t>(rank) * kRefTokens + i];
+  }
+  // The heap: rank r's arena, and where a buffer lies in the heap (its offset when all of it is there).
+  std::size_t arena_size() const { return arena_; }
+  std::byte* arena(int rank) const { return heap_ + static_cast<std::size_t>(rank) * arena_; }
+  bool in_heap(const void* p, std::size_t bytes, std::uint64_t* offset) const;
+  const std::byte* heap_at(std::uint64_t offset) const { return heap_ + offset; }
 
   bool aborted() const { return control_->aborted.load() != 0; }
   // Records the first failure (later ones are ignored), marks the rank, stops every wait.
@@ -105,6 +129,9 @@ class ShmWorld {
   Doorbell* bells_;
   std::byte* rings_;
   std::size_t slots_;  // per ring
+  std::atomic<std::uint32_t>* tokens_;
+  std::size_t arena_;  // bytes per rank
+  std::byte* heap_;
 };
 
 }  // namespace cpsim

@@ -1,13 +1,21 @@
 // Deterministic normal samples addressed by (seed, stream, index): any shard of a tensor can be generated on its own,
 // on any rank or process, and equals the same rows of the whole tensor generated at once.
 //
-//   normal_at(seed, stream, i) = sqrt(-2 ln u1) * cos(2 pi u2)          (Box-Muller)
+//   normal_at(seed, stream, i) = sqrt(-2 ln u1) * cos(2 pi u2)          (Box-Muller, libm's log and cos)
 //   u1 = uniform(h(seed, stream, 2i)), u2 = uniform(h(seed, stream, 2i + 1)), h = splitmix64 of the three keys
 // Streams separate tensors of one run (q = 0, k = 1, v = 2, dout = 3, say).
+//
+// rounded_normals makes the same values, rounded to a dtype, many at a time and fast (docs/architecture.md#the-inputs):
+// blocks of samples go through vectorised loops (the hash; log and cos as polynomials, error below 2^-46 of the
+// sample), and a sample is rounded to f32 or bf16 from that approximation wherever every value within 2^-42 of it
+// rounds alike, which then holds for libm's value too (rounding is monotonic); the rest (about 6 in a million for
+// f32), and every f64 sample, are computed by normal_at itself. So the values are normal_at's, bit for bit.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "sim/core/dtype.hpp"
 
 namespace cpsim {
 
@@ -22,5 +30,9 @@ double normal_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index);
 
 // normal_at(seed, stream, first + i) for i in [0, count).
 std::vector<double> normals(std::uint64_t seed, std::uint64_t stream, std::size_t count, std::uint64_t first = 0);
+
+// out[i] = round_to_dtype(normal_at(seed, stream, first + i), t) for i in [0, count), bit for bit.
+void rounded_normals(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count, DType t,
+                     double* out);
 
 }  // namespace cpsim

@@ -23,6 +23,7 @@ class CpuDevice : public Device {
   Buffer alloc(Dims dims, DType dtype, Layout layout, const std::string& name) override;
   void upload(const Buffer& dst, const void* host) override;
   void download(const Buffer& src, void* host) override;
+  void* host_data(const Buffer& b) const override { return b.data(); }
 
   void fill(const View& dst, double value) override;
   void copy(const View& dst, const View& src) override;

@@ -45,6 +45,8 @@ class Device {
   // Host <-> device copies of a whole buffer; host memory holds the buffer's dtype (bf16 as uint16_t).
   virtual void upload(const Buffer& dst, const void* host) = 0;
   virtual void download(const Buffer& src, void* host) = 0;
+  // The buffer's bytes where the host may write them directly (a device in host memory), or null (a GPU: upload).
+  virtual void* host_data(const Buffer&) const { return nullptr; }
 
   virtual void fill(const View& dst, double value) = 0;    // zero: 0; a fresh LSE: -inf
   virtual void copy(const View& dst, const View& src) = 0;  // same extent; dtypes may differ (converts)

@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/core/host_arena.hpp"
+
 namespace cpsim::host_pool {
 namespace {
 
@@ -34,6 +36,8 @@ struct Pool {
 
 void* take(std::size_t bytes) {
   const std::size_t n = padded(bytes);
+  if (HostArena* arena = host_arena())  // a rank of the processes backend: its buffers live in the shared heap
+    if (void* p = arena->allocate(n)) return p;
   Pool& pool = Pool::instance();
   {
     std::lock_guard lk(pool.m);
@@ -50,6 +54,7 @@ void* take(std::size_t bytes) {
 
 void give(void* p, std::size_t bytes) {
   if (p == nullptr) return;
+  if (HostArena* arena = host_arena(); arena && arena->release(p)) return;
   const std::size_t n = padded(bytes);
   Pool& pool = Pool::instance();
   {

@@ -7,6 +7,9 @@
 // are kept, per exact size, and handed out again; the allocator of the C library returns large blocks to the
 // system on free, so without the cache every call would fault its pages in afresh.
 //
+// In a process with a host arena (a rank of the processes backend: sim/core/host_arena.hpp) blocks come from the arena
+// first (its memory stays mapped when given back, so it needs no cache), from the cache when the arena is full.
+//
 // Bounds: at most kMaxCachedBytes stay cached (a block that would exceed it is freed); blocks are 64-byte aligned.
 // Thread safe (threads-backend ranks share one pool) and fork safe (the processes backend forks ranks: the pool's
 // lock is held across fork, so a child never inherits it locked).

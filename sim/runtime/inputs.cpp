@@ -1,27 +1,54 @@
 #include "sim/runtime/inputs.hpp"
 
+#include <algorithm>
+
 #include "sim/core/random.hpp"
+#include "sim/kernels/host_io.hpp"
 
 namespace cpsim {
 
 namespace {
 
-// The rows `spans` of batch 0..batch-1 of a [batch, seq, row_elems] tensor: row (b, pos) is elements
-// [(b seq + pos) row_elems, (b seq + pos + 1) row_elems) of the stream.
+// The pieces of a [batch, seq, row_elems] tensor that the rows `spans` of every batch make, in local order: piece
+// (b, span) holds stream elements [(b seq + lo) row_elems, (b seq + hi) row_elems).
+struct Piece {
+  std::uint64_t first;  // its first stream element
+  std::size_t count;    // its elements
+};
+std::vector<Piece> pieces(std::int64_t batch, std::int64_t seq, std::int64_t row_elems, const std::vector<Span>& spans) {
+  std::vector<Piece> out;
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (const Span& sp : spans)
+      out.push_back({static_cast<std::uint64_t>((b * seq + sp.lo) * row_elems),
+                     static_cast<std::size_t>((sp.hi - sp.lo) * row_elems)});
+  return out;
+}
+
+// Local elements [first, first + count) of the tensor the pieces make, rounded to dtype, into out.
+void make_local(std::uint64_t seed, Input which, const std::vector<Piece>& ps, DType dtype, std::size_t first,
+                std::size_t count, double* out) {
+  std::size_t start = 0;  // local index of the piece's first element
+  for (const Piece& pc : ps) {
+    if (count == 0) return;
+    if (first < start + pc.count) {
+      const std::size_t skip = first - start, n = std::min(count, pc.count - skip);
+      rounded_normals(seed, static_cast<std::uint64_t>(which), pc.first + skip, n, dtype, out);
+      out += n;
+      first += n;
+      count -= n;
+    }
+    start += pc.count;
+  }
+}
+
+// The rows `spans` of batch 0..batch-1 of a [batch, seq, row_elems] tensor, rounded to dtype.
 std::vector<double> seeded_rows(std::uint64_t seed, Input which, std::int64_t batch, std::int64_t seq,
                                 std::int64_t row_elems, const std::vector<Span>& spans, DType dtype) {
-  std::vector<double> out;
-  std::int64_t rows = 0;
-  for (const Span& sp : spans) rows += sp.hi - sp.lo;
-  out.reserve(static_cast<std::size_t>(batch * rows * row_elems));
-  const auto stream = static_cast<std::uint64_t>(which);
-  for (std::int64_t b = 0; b < batch; ++b)
-    for (const Span& sp : spans) {
-      const auto first = static_cast<std::uint64_t>((b * seq + sp.lo) * row_elems);
-      const auto v = normals(seed, stream, static_cast<std::size_t>((sp.hi - sp.lo) * row_elems), first);
-      out.insert(out.end(), v.begin(), v.end());
-    }
-  for (double& x : out) x = round_to_dtype(x, dtype);
+  const std::vector<Piece> ps = pieces(batch, seq, row_elems, spans);
+  std::size_t total = 0;
+  for (const Piece& pc : ps) total += pc.count;
+  std::vector<double> out(total);
+  make_local(seed, which, ps, dtype, 0, total, out.data());
   return out;
 }
 
@@ -34,6 +61,18 @@ std::int64_t row_elems(const Problem& p, Input which) {
 std::vector<double> rank_input(const Problem& p, std::uint64_t seed, Input which, int rank) {
   const SeqLayout L(p.ranks, p.seq, p.sharding);
   return seeded_rows(seed, which, p.batch, p.seq, row_elems(p, which), L.spans(rank), p.dtype);
+}
+
+Buffer rank_input_buffer(Device& dev, const Problem& p, std::uint64_t seed, Input which, int rank,
+                         const std::string& name) {
+  const SeqLayout L(p.ranks, p.seq, p.sharding);
+  const std::int64_t n = which == Input::k || which == Input::v ? p.kv_heads : p.heads;
+  const Buffer b = dev.alloc({p.batch, L.local_len(), n, p.head_dim}, p.dtype, Layout::bsnd, name);
+  const std::vector<Piece> ps = pieces(p.batch, p.seq, row_elems(p, which), L.spans(rank));
+  upload_made(dev, b, [&](std::size_t first, std::size_t count, double* out) {
+    make_local(seed, which, ps, p.dtype, first, count, out);
+  });
+  return b;
 }
 
 Inputs rank_inputs(const Problem& p, std::uint64_t seed, int rank, bool with_dout) {

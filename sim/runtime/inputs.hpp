@@ -7,9 +7,11 @@
 // makes the global tensors only when it checks or dumps them. Either way the values are the same, bit for bit.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/kernels/check.hpp"
+#include "sim/kernels/device.hpp"
 #include "sim/strategies/strategy.hpp"
 
 namespace cpsim {
@@ -22,6 +24,10 @@ struct Inputs {
 
 // Rank `rank`'s shard of one input of the problem, rounded to p.dtype.
 std::vector<double> rank_input(const Problem& p, std::uint64_t seed, Input which, int rank);
+// The same shard made straight into a buffer of dev ([B, s, N, D] of p.dtype, named `name`), a chunk at a time
+// (upload_made in sim/kernels/host_io.hpp): what a rank of a run does.
+Buffer rank_input_buffer(Device& dev, const Problem& p, std::uint64_t seed, Input which, int rank,
+                         const std::string& name);
 // Its shards of q, k, v (and dout when with_dout).
 Inputs rank_inputs(const Problem& p, std::uint64_t seed, int rank, bool with_dout);
 // The whole tensors, in global sequence order: q, dout [B, S, Nq, D]; k, v [B, S, Nkv, D].

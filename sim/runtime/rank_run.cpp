@@ -46,12 +46,19 @@ std::string run_rank(const RunConfig& cfg, Communicator& comm) {
   const std::int64_t s = SeqLayout(p.ranks, p.seq, p.sharding).local_len();
   const Dims qd{p.batch, s, p.heads, p.head_dim}, kd{p.batch, s, p.kv_heads, p.head_dim};
 
-  // 1. This rank's shard of the seeded inputs.   q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]
-  Inputs in = rank_inputs(p, cfg.seed, r, false);
-  if (cfg.tamper) cfg.tamper(r, in.q, in.k, in.v);
-  const Buffer q = upload_new(dev, in.q, qd, p.dtype, Layout::bsnd, "q");
-  const Buffer k = upload_new(dev, in.k, kd, p.dtype, Layout::bsnd, "k");
-  const Buffer v = upload_new(dev, in.v, kd, p.dtype, Layout::bsnd, "v");
+  // 1. This rank's shard of the seeded inputs, made straight into its buffers.   q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]
+  Buffer q, k, v;
+  if (cfg.tamper) {
+    Inputs in = rank_inputs(p, cfg.seed, r, false);
+    cfg.tamper(r, in.q, in.k, in.v);
+    q = upload_new(dev, in.q, qd, p.dtype, Layout::bsnd, "q");
+    k = upload_new(dev, in.k, kd, p.dtype, Layout::bsnd, "k");
+    v = upload_new(dev, in.v, kd, p.dtype, Layout::bsnd, "v");
+  } else {
+    q = rank_input_buffer(dev, p, cfg.seed, Input::q, r, "q");
+    k = rank_input_buffer(dev, p, cfg.seed, Input::k, r, "k");
+    v = rank_input_buffer(dev, p, cfg.seed, Input::v, r, "v");
+  }
 
   // 2. Forward (and backward) through the strategy.
   auto strategy = make_strategy(cfg.strategy, comm, dev, p);
@@ -66,7 +73,7 @@ std::string run_rank(const RunConfig& cfg, Communicator& comm) {
   res.lse_head0 = o.lse_head0;
   res.lse_positions = o.lse_positions;
   if (cfg.backward) {
-    const Buffer dout = upload_new(dev, rank_input(p, cfg.seed, Input::dout, r), qd, p.dtype, Layout::bsnd, "dout");
+    const Buffer dout = rank_input_buffer(dev, p, cfg.seed, Input::dout, r, "dout");
     rec.begin_phase("backward");
     const LocalGrads g = strategy->backward(dout);
     dev.synchronize();

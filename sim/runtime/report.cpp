@@ -47,16 +47,6 @@ double phase_ms(const Recorder& rec, const std::string& phase) {
 
 }  // namespace
 
-std::string format_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (std::abs(b) >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt("%.0f B", b) : fmt("%.1f ", b) + units[u];
-}
-
 std::string format_check(const RunResult& r) {
   const CheckReport& c = r.check;
   std::ostringstream os;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "sim/core/json.hpp"
+#include "sim/core/sizes.hpp"  // format_bytes
 #include "sim/runtime/run.hpp"
 
 namespace cpsim {
@@ -10,7 +11,5 @@ namespace cpsim {
 std::string format_report(const RunResult& r);       // text for an 80..120-column terminal
 std::string format_check(const RunResult& r);        // the check section alone (with per-rank CORRECT/ERROR)
 void write_json(JsonWriter& j, const RunResult& r);  // {config, ranks, check, wall_ms}
-
-std::string format_bytes(double bytes);  // "1.5 MiB"
 
 }  // namespace cpsim

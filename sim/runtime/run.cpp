@@ -1,9 +1,13 @@
 #include "sim/runtime/run.hpp"
 
+#include <algorithm>
+
 #include "sim/comm/backend_registry.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
 #include "sim/kernels/device_registry.hpp"
 #include "sim/runtime/inputs.hpp"
+#include "sim/runtime/memory_need.hpp"
 #include "sim/runtime/mpi_runs.hpp"
 #include "sim/runtime/rank_run.hpp"
 
@@ -28,7 +32,7 @@ void check_backend(const RunConfig& cfg) {
   const std::string dtype(dtype_name(cfg.problem.dtype));
   throw UsageError((cfg.problem.dtype == DType::bf16 ? std::string("bf16 needs a GPU device")
                                                      : dtype + " is not computed by the " + device + " device") +
-                   "; use --dtype " + one_of(fix) + " on the " + std::string(backend_name(cfg.backend)) + " backend");
+                   "; " + use({"--dtype " + one_of(fix) + " on the " + std::string(backend_name(cfg.backend)) + " backend"}));
 }
 
 // The backend's device must offer the kernels asked for (--kernel), and they must take the problem.
@@ -91,13 +95,23 @@ RunResult run(const RunConfig& cfg) {
   RunResult result;
   result.config = cfg;
 
-  // 1. Launch: every rank runs its part (rank_run.hpp).
-  const auto t0 = std::chrono::steady_clock::now();
   LaunchOptions opt;
   opt.ranks = p.ranks;
   opt.backend = cfg.backend;
   opt.timeout = cfg.timeout;
   opt.tracing = cfg.tracing;
+  check_launch(opt);
+  check_memory(cfg);  // before anything large is allocated (memory_need.hpp)
+  // The processes backend keeps each rank's device buffers in a shared heap (sim/comm/shm_heap.hpp), sized to the
+  // largest rank's device peak (counted exactly: memory_need.hpp).
+  if (cfg.backend == Backend::processes) {
+    const MemoryNeed need = memory_need(cfg);
+    for (std::int64_t peak : need.device_peak)
+      opt.heap_bytes = std::max(opt.heap_bytes, static_cast<std::size_t>(peak));
+  }
+
+  // 1. Launch: every rank runs its part (rank_run.hpp).
+  const auto t0 = std::chrono::steady_clock::now();
   announce_run(cfg);  // under mpirun, to the processes following rank 0's runs (mpi_runs.hpp)
   auto outcomes = launch(opt, [&](Communicator& comm) { return run_rank(cfg, comm); });
   result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -118,7 +132,7 @@ RunResult run(const RunConfig& cfg) {
     return unshard(L, locals, p.batch, row_elems);
   };
   GlobalTensors& t = result.tensors;
-  t = make_inputs(cfg);
+  if (cfg.check || cfg.keep_inputs) t = make_inputs(cfg);
   t.out = gather(&RankResult::out, p.heads * p.head_dim);
   t.lse.assign(static_cast<std::size_t>(p.batch * p.heads * p.seq), 0.0);
   for (const RankResult& x : rr) place_lse(p, x, t.lse);

@@ -1,9 +1,10 @@
 // One context-parallel run, start to finish: the straight path every mode of cpsim walks.
 //
-//   config (validated) -> launcher starts C ranks on the backend -> each rank (rank_run.hpp) makes its shard of the
-//   seeded inputs (inputs.hpp), runs strategy.forward (and backward) on its backend's device -> per-rank outputs
-//   and Recorders gathered to the caller -> assembled in global sequence order -> checked against the
-//   single-process f64 reference (check_run: sim/kernels/check.hpp's rules).
+//   config (validated; its memory counted and refused when the machine cannot hold it: memory_need.hpp) -> launcher
+//   starts C ranks on the backend -> each rank (rank_run.hpp) makes its shard of the seeded inputs (inputs.hpp), runs
+//   strategy.forward (and backward) on its backend's device -> per-rank outputs and Recorders gathered to the
+//   caller -> assembled in global sequence order -> checked against the single-process f64 reference (check_run:
+//   sim/kernels/check.hpp's rules).
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -25,10 +26,14 @@ struct RunConfig {
   DeviceSettings device;  // what every rank's device is asked for (--kernel: the attention kernels)
   bool backward = false;
   bool check = false;
+  bool keep_inputs = false;  // RunResult.tensors holds q, k, v (and dout) too (--dump); a check makes them anyway
   std::uint64_t seed = 1;
   bool tracing = false;
   std::string machine;  // a modeled run (`cpsim predict --trace`): the machine model's name; empty when measured
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+  // The bytes the run may hold (--memory-limit); 0: what the machine has left (memory_need.hpp). A run that needs
+  // more is refused before it allocates anything.
+  std::int64_t memory_limit = 0;
   // Called on every rank at each step mark of the strategy (lessons pause here). May use the communicator.
   std::function<void(Communicator& comm, const std::string& phase, int step)> step_hook;
   // Before the strategy runs, on every rank (tests use it to change one rank's inputs).
@@ -36,7 +41,7 @@ struct RunConfig {
 };
 
 // Tensors in global sequence order, as doubles: q, out, dq, dout [B, S, Nq, D]; k, v, dk, dv [B, S, Nkv, D];
-// lse [B, Nq, S].
+// lse [B, Nq, S]. The inputs (q, k, v, dout) only when the run checks or keeps them (the ranks make their own shards).
 struct GlobalTensors {
   std::vector<double> q, k, v, dout, out, lse, dq, dk, dv;
 };
@@ -59,7 +64,8 @@ struct RunResult {
 // device computing in the dtype and offering the kernels asked for (config.device), which must take the problem.
 void check_config(const RunConfig& config);
 
-// Validates (check_config), runs, gathers, checks (when config.check). Throws RankFailure when a rank fails.
+// Validates (check_config), refuses a run the memory cannot hold (UsageError, memory_need.hpp), runs, gathers,
+// checks (when config.check). Throws RankFailure when a rank fails.
 RunResult run(const RunConfig& config);
 
 // The seeded global inputs of a run (q, k, v, and dout for a backward), exactly what its ranks make

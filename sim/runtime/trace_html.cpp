@@ -59,7 +59,7 @@ std::filesystem::path visualizer_dir() {
   if (const char* env = std::getenv("CPSIM_VISUALIZER_DIR"); env && *env)
     dir = env;
   else
-    dir = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "visualizer";
+    dir = CPSIM_VISUALIZER_DIR;  // the source tree's (sim/CMakeLists.txt): absolute, whatever the working folder
   if (!std::filesystem::exists(dir / "index.html"))
     throw Error("cannot find the visualizer page " + (dir / "index.html").string() +
                 "; set CPSIM_VISUALIZER_DIR to the visualizer folder of a cpsim checkout");

@@ -15,39 +15,81 @@ int count(const std::string& s, const std::string& what) {
   return n;
 }
 
-}  // namespace
-
-TEST_CASE("bench comm prints a ceiling under every table with 1 MiB chunks, and its range under the goal") {
-  // 2 ranks, sizes 1M and 2M: sendrecv's chunks are 1M and 2M, the collectives' 512K and 1M.
-  const auto r =
-      run_cli("bench comm --backend threads --ranks 2 --minbytes 1M --maxbytes 2M --stepfactor 2", "bench_comm_text");
-  REQUIRE(r.rc == 0);
-  CHECK(r.err.empty());
-  CHECK(count(r.out, "# ceiling, the same copies on 2 threads with no messages (bus/mem):") == 4);
-  CHECK(count(r.out, "#   the ceiling at those sizes: lowest ") == 1);
-  CHECK(count(r.out, ">= 0.50 in ") == 1);
-  CHECK(count(r.out, " of 5; busbw / ceiling: lowest ") == 1);  // 2 sendrecv rows, one per collective
-  // Every data row: size count type time algbw busbw #wrong memcpy bus/mem, with #wrong 0.
-  std::istringstream lines(r.out);
+// Data rows (lines not starting with '#'), each checked to report #wrong 0 in column `wrong_col` (1-based).
+int rows_with_none_wrong(const std::string& out, int wrong_col) {
+  std::istringstream lines(out);
   int rows = 0;
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line[0] == '#') continue;
     std::istringstream f(line);
-    std::string size, cnt, type, time, algbw, busbw, wrong;
-    f >> size >> cnt >> type >> time >> algbw >> busbw >> wrong;
-    CHECK(wrong == "0");
+    std::string field;
+    for (int i = 0; i < wrong_col; ++i) f >> field;
+    CHECK_MESSAGE(field == "0", line);
     ++rows;
   }
-  CHECK(rows == 8);
+  return rows;
 }
 
-TEST_CASE("bench comm --json carries each row's ceiling and the ceiling's summary beside the goals") {
-  const auto r = run_cli("bench comm --backend threads --ranks 2 --minbytes 1M --maxbytes 2M --stepfactor 2 --json",
+}  // namespace
+
+TEST_CASE("bench comm on one backend prints its tables, how memcpy was measured, and the latency goal") {
+  // 2 ranks, sizes 1K and 32K: the latency row is in the sweep.
+  const auto r =
+      run_cli("bench comm --backend threads --ranks 2 --minbytes 1K --maxbytes 32K --stepfactor 32", "bench_comm_text");
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(count(r.out, "# memcpy: one thread, one chunk between two warm buffers of its size, best of 7 runs") == 1);
+  CHECK(count(r.out, "# goal: ring sendrecv at 1K <= 5 us: ") == 1);
+  CHECK(count(r.out, "mpirun -np 2 cpsim bench comm --backend threads,processes,mpi --ranks 2") == 1);
+  CHECK(count(r.out, "ceiling") == 0);  // the retired goal's figures are gone
+  // Every data row: size count type time algbw busbw #wrong memcpy bus/mem, with #wrong 0.
+  CHECK(rows_with_none_wrong(r.out, 7) == 8);
+}
+
+TEST_CASE("bench comm without the 1 KiB row says the latency goal is not in the sweep") {
+  const auto r = run_cli("bench comm --backend processes --ranks 2 --minbytes 64K --maxbytes 64K", "bench_comm_no1k");
+  REQUIRE(r.rc == 0);
+  CHECK(count(r.out, "# goal: ring sendrecv at 1K <= 10 us: 1K is not in this sweep") == 1);
+}
+
+TEST_CASE("bench comm --json carries each row and the latency goal") {
+  const auto r = run_cli("bench comm --backend threads --ranks 2 --minbytes 1K --maxbytes 32K --stepfactor 32 --json",
                          "bench_comm_json");
   REQUIRE(r.rc == 0);
-  CHECK(count(r.out, "\"ceiling_over_memcpy\":") == 5);
-  CHECK(count(r.out, "\"rows_with_ceiling\":5") == 1);
-  CHECK(count(r.out, "\"rows_where_ceiling_meets_goal\":") == 1);
-  CHECK(count(r.out, "\"busbw_over_ceiling_min\":") == 1);
+  CHECK(count(r.out, "\"memcpy_gbps\":") == 8);
   CHECK(count(r.out, "\"wrong\":0") == 8);
+  CHECK(count(r.out, "\"sendrecv_1KiB_us\":") == 1);
+  CHECK(count(r.out, "\"sendrecv_1KiB_goal_us\":5") == 1);
+  CHECK(count(r.out, "ceiling") == 0);
+}
+
+TEST_CASE("bench comm side by side evaluates the goals its backends allow, and says which it cannot") {
+  // threads and processes without mpi: processes against threads is evaluated over the 64K chunks, the ratios to
+  // Open MPI are not.
+  const auto r = run_cli("bench comm --backend threads,processes --ranks 2 --minbytes 1K --maxbytes 128K --stepfactor 128",
+                         "bench_comm_side");
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(count(r.out, "# goals: busbw ratios over sendrecv, all_gather and all_to_all at per-peer chunks 64K..16M") ==
+        1);
+  // 128K: sendrecv's chunk is 128K, all_gather's and all_to_all's 64K; reduce_scatter is not a goal's operation.
+  CHECK(count(r.out, "#   processes >= 0.8 x threads") == 1);
+  CHECK(count(r.out, " chunks; 3 rows): ") == 1);
+  CHECK(count(r.out, "not evaluated (needs both backends and such chunks in the sweep)") == 3);
+  CHECK(count(r.out, "#   threads sendrecv at 1K <= 5 us: ") == 1);
+  CHECK(count(r.out, "#   processes sendrecv at 1K <= 10 us: ") == 1);
+  // Each table row: size, then two busy columns and two busbw columns, then #wrong.
+  CHECK(rows_with_none_wrong(r.out, 6) == 8);
+}
+
+TEST_CASE("bench comm side by side --json lists each evaluated goal with its lowest ratio and where") {
+  const auto r = run_cli(
+      "bench comm --backend threads,processes --ranks 2 --minbytes 1K --maxbytes 128K --stepfactor 128 --json",
+      "bench_comm_side_json");
+  REQUIRE(r.rc == 0);
+  CHECK(count(r.out, "\"goal\":\"processes >= 0.8 x threads\",\"ratio\":0.8") == 1);
+  CHECK(count(r.out, "\"rows\":3") == 1);
+  CHECK(count(r.out, "\"goal\":\"threads sendrecv 1K <= 5 us\",\"us\":") == 1);
+  CHECK(count(r.out, "\"goal\":\"processes sendrecv 1K <= 10 us\",\"us\":") == 1);
+  CHECK(count(r.out, "x mpi") == 0);  // not measured: not listed
 }

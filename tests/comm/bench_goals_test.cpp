@@ -5,59 +5,68 @@
 
 using namespace cpsim::cli;
 
-TEST_CASE("bench comm goals: the lowest busbw/memcpy over rows with chunks >= 1 MiB, and the 1 KiB latency") {
-  const std::vector<GoalRow> rows = {
-      {true, 1024, 1024, 8.5, 0.1, 40},         // sendrecv 1 KiB: the latency row, too small for the ratio
-      {true, 1 << 20, 1 << 20, 100, 20, 40},    // 0.50
-      {false, 4 << 20, 1 << 20, 200, 12, 30},   // 0.40: the lowest covered
-      {false, 1 << 20, 256 << 10, 90, 1, 40},   // 0.025, but a 256 KiB chunk: not covered
-      {false, 16 << 20, 4 << 20, 800, 20, 25},  // 0.80
-  };
-  const CommGoals threads = evaluate_comm_goals(rows, true);
-  REQUIRE(threads.worst_ratio);
-  CHECK(*threads.worst_ratio == doctest::Approx(0.4));
-  CHECK_FALSE(threads.ratio_met());
-  REQUIRE(threads.latency_1k);
-  CHECK(*threads.latency_1k == doctest::Approx(8.5));
-  CHECK(threads.latency_goal_us == 10);
-  CHECK(threads.latency_met());
+namespace {
 
-  const CommGoals processes = evaluate_comm_goals(rows, false);
-  CHECK(processes.latency_goal_us == 20);
-  CHECK(processes.latency_met());
+constexpr std::size_t K = 1024, M = 1024 * 1024;
+
+SideRow row(CommOp op, std::size_t chunk, std::optional<double> threads, std::optional<double> processes,
+            std::optional<double> mpi) {
+  return SideRow{op, op == CommOp::sendrecv ? chunk : 4 * chunk, chunk, threads, processes, mpi};
 }
 
-TEST_CASE("bench comm goals: met exactly at 0.50; the latency goal is strict; absent rows are reported absent") {
-  CHECK(evaluate_comm_goals({{false, 4 << 20, 1 << 20, 100, 20, 40}}, true).ratio_met());  // 0.50
-  CHECK_FALSE(evaluate_comm_goals({{true, 1024, 1024, 10.0, 1, 40}}, true).latency_met());
-  CHECK(evaluate_comm_goals({{true, 1024, 1024, 10.0, 1, 40}}, false).latency_met());
-  const CommGoals none = evaluate_comm_goals({{false, 64 << 10, 16 << 10, 50, 1, 40}}, true);
-  CHECK_FALSE(none.worst_ratio);
-  CHECK_FALSE(none.latency_1k);
-  CHECK_FALSE(none.ratio_met());
-  CHECK_FALSE(none.latency_met());
+}  // namespace
+
+TEST_CASE("bench comm goals: each ratio's lowest row over sendrecv, all_gather and all_to_all with 64K..16M chunks") {
+  const std::vector<SideRow> rows = {
+      row(CommOp::sendrecv, 16 * K, 1.0, 0.1, 10.0),       // a 16 KiB chunk: below every goal's rows
+      row(CommOp::sendrecv, 64 * K, 6.0, 3.0, 2.0),        // processes/mpi 1.5, processes/threads 0.5, threads/mpi 3
+      row(CommOp::all_gather, M, 8.0, 7.0, 5.0),           // 1.4, 0.875, 1.6
+      row(CommOp::all_to_all, M, 9.0, 8.0, 4.0),           // 2.0, 0.889, 2.25: the 1M all_to_all row
+      row(CommOp::reduce_scatter, M, 1.0, 1.0, 100.0),     // not an operation of the goals
+      row(CommOp::all_to_all, 16 * M, 6.0, 5.5, 5.0),      // 1.1, 0.917, 1.2
+      row(CommOp::all_gather, 64 * M, 1.0, 0.1, 50.0),     // a 64 MiB chunk: above every goal's rows
+  };
+  const std::vector<RatioGoal> g = evaluate_ratio_goals(rows);
+  REQUIRE(g.size() == 4);
+  CHECK(g[0].what == "processes >= 1.2 x mpi");
+  REQUIRE(g[0].lowest);
+  CHECK(*g[0].lowest == doctest::Approx(1.1));
+  CHECK(g[0].at == "all_to_all, 16M chunks");
+  CHECK(g[0].rows == 4);
+  CHECK_FALSE(g[0].met());
+  CHECK(g[1].what == "processes >= 0.8 x threads");
+  CHECK(*g[1].lowest == doctest::Approx(0.5));
+  CHECK(g[1].at == "sendrecv, 64K chunks");
+  CHECK_FALSE(g[1].met());
+  CHECK(*g[2].lowest == doctest::Approx(1.2));
+  CHECK_FALSE(g[2].met());
+  CHECK(g[3].rows == 1);
+  CHECK(*g[3].lowest == doctest::Approx(2.25));
+  CHECK(g[3].met());
 }
 
-TEST_CASE("bench comm goals: the ceiling's range, the rows it meets the goal in, and busbw against it") {
-  const std::vector<GoalRow> rows = {
-      {true, 1 << 20, 1 << 20, 100, 10, 40, 0.5},   // 0.25 of memcpy, half the ceiling; the ceiling meets 0.5
-      {false, 4 << 20, 1 << 20, 200, 12, 40, 0.4},  // 0.30 of memcpy, 0.75 of the ceiling
-      {false, 16 << 20, 4 << 20, 800, 8, 40, 0},    // no ceiling measured: in the goal, not in the ceiling
-      {false, 1 << 20, 256 << 10, 90, 1, 40, 0.3},  // a 256 KiB chunk: in neither
-  };
-  const CommGoals g = evaluate_comm_goals(rows, true);
-  REQUIRE(g.worst_ratio);
-  CHECK(*g.worst_ratio == doctest::Approx(0.2));
-  CHECK(g.rows_with_ceiling == 2);
-  CHECK(g.ceiling_meets_goal == 1);
-  REQUIRE(g.ceiling_low);
-  CHECK(*g.ceiling_low == doctest::Approx(0.4));
-  CHECK(*g.ceiling_high == doctest::Approx(0.5));
-  REQUIRE(g.worst_of_ceiling);
-  CHECK(*g.worst_of_ceiling == doctest::Approx(0.5));
+TEST_CASE("bench comm goals: met at the ratio exactly; a goal whose backends were not both measured has no rows") {
+  const std::vector<RatioGoal> g = evaluate_ratio_goals({row(CommOp::all_gather, 256 * K, 2.5, 2.0, std::nullopt)});
+  CHECK(g[0].rows == 0);
+  CHECK_FALSE(g[0].lowest);
+  CHECK_FALSE(g[0].met());
+  CHECK(g[1].rows == 1);
+  CHECK(*g[1].lowest == doctest::Approx(0.8));
+  CHECK(g[1].met());
+  CHECK(g[2].rows == 0);
+  CHECK(g[3].rows == 0);
+}
 
-  const CommGoals none = evaluate_comm_goals({{false, 4 << 20, 1 << 20, 100, 20, 40}}, true);
-  CHECK(none.rows_with_ceiling == 0);
-  CHECK_FALSE(none.ceiling_low);
-  CHECK_FALSE(none.worst_of_ceiling);
+TEST_CASE("bench comm goals: the 1 KiB sendrecv latency, at most 5 us on threads and 10 us on processes") {
+  CHECK(latency_goal(true, 5.0).met());
+  CHECK_FALSE(latency_goal(true, 5.01).met());
+  CHECK(latency_goal(false, 9.9).met());
+  CHECK(latency_goal(false, 10.0).goal_us == 10.0);
+  CHECK_FALSE(latency_goal(false, std::nullopt).met());
+}
+
+TEST_CASE("bench comm prints sizes as its tables do") {
+  CHECK(human_bytes(1536) == "1536");
+  CHECK(human_bytes(64 * K) == "64K");
+  CHECK(human_bytes(16 * M) == "16M");
 }

@@ -23,10 +23,14 @@
 
 #include "sim/comm/envelope.hpp"
 #include "sim/comm/launcher.hpp"
+#include "sim/core/host_arena.hpp"
 
 namespace cpsim::test {
 
-using Bytes = std::vector<std::byte>;
+// Host memory from the process's arena where it has one: in a rank of the processes backend, the shared heap, so the
+// cases below send by reference wherever their buffers fit it (sim/comm/shm_engine.hpp), and through the slots
+// where they do not.
+using Bytes = std::vector<std::byte, ArenaAllocator<std::byte>>;
 
 // The message `salt` from rank `rank`: distinct across ranks, messages and positions (8-byte words of a hash,
 // so a message shifted by any whole number of bytes does not match).
@@ -70,11 +74,16 @@ struct Complaints {
 
 using RankCheck = std::function<std::string(Communicator&)>;
 
+// Each rank's heap on the processes backend: room for the cases' smaller buffers (their largest ones go through the
+// slots, so both paths are exercised).
+constexpr std::size_t kTestHeapBytes = std::size_t{4} << 20;
+
 inline LaunchOptions options(Backend b, int ranks, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   LaunchOptions opt;
   opt.ranks = ranks;
   opt.backend = b;
   opt.timeout = timeout;
+  opt.heap_bytes = kTestHeapBytes;
   return opt;
 }
 

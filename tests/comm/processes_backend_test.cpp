@@ -187,44 +187,145 @@ TEST_CASE("processes: a rank that exits early fails the run, naming the rank and
   check_nothing_left_behind();
 }
 
-TEST_CASE("processes: SIGTERM to the launcher stops every rank and leaves no process or segment behind") {
-  // Orphans of the launcher would be re-parented to this process, where has_children() sees them.
-  REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
-  int ready[2];
-  REQUIRE(::pipe(ready) == 0);
+TEST_CASE("processes: SIGTERM or SIGINT to the launcher stops every rank and leaves no process or segment behind") {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    CAPTURE(sig);
+    // Orphans of the launcher would be re-parented to this process, where has_children() sees them.
+    REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    const pid_t launcher = ::fork();
+    REQUIRE(launcher >= 0);
+    if (launcher == 0) {  // the launcher: its ranks wait in a barrier that rank 0 never joins
+      ::close(ready[0]);
+      std::signal(sig, SIG_DFL);  // the handler the launcher must restore and re-raise into
+      try {
+        launch(options(kB, 3), [&](Communicator& comm) {
+          if (comm.rank() == 0) {
+            const char go = 1;
+            if (::write(ready[1], &go, 1) != 1) return std::string("pipe");
+            std::this_thread::sleep_for(std::chrono::seconds(60));
+          }
+          comm.barrier();
+          return std::string();
+        });
+      } catch (...) {
+      }
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    char go = 0;
+    REQUIRE(::read(ready[0], &go, 1) == 1);
+    ::close(ready[0]);
+    const auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(::kill(launcher, sig) == 0);
+    int st = 0;
+    REQUIRE(::waitpid(launcher, &st, 0) == launcher);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+    CHECK_MESSAGE(WIFSIGNALED(st), "the launcher should end by the signal it got, re-raised after cleaning up");
+    if (WIFSIGNALED(st)) CHECK(WTERMSIG(st) == sig);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a surviving rank would now be our child
+    check_nothing_left_behind();
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  }
+}
+
+TEST_CASE("processes: a launcher started with SIGINT and SIGTERM ignored keeps them ignored, in its ranks too") {
+  // A background job (`cpsim run ... &` in a non-interactive shell) starts with SIGINT ignored; nohup and the
+  // like do the same. The signals, sent to the launcher and to every rank, must change nothing.
+  int pids[2], go[2];
+  REQUIRE(::pipe(pids) == 0);
+  REQUIRE(::pipe(go) == 0);
   const pid_t launcher = ::fork();
   REQUIRE(launcher >= 0);
-  if (launcher == 0) {  // the launcher: its ranks wait in a barrier that rank 0 never joins
-    ::close(ready[0]);
-    std::signal(SIGTERM, SIG_DFL);  // the handler the launcher must restore and re-raise into
+  if (launcher == 0) {
+    ::close(pids[0]);
+    ::close(go[1]);
+    std::signal(SIGINT, SIG_IGN);
+    std::signal(SIGTERM, SIG_IGN);
+    bool ok = false;
     try {
-      launch(options(kB, 3), [&](Communicator& comm) {
-        if (comm.rank() == 0) {
-          const char go = 1;
-          if (::write(ready[1], &go, 1) != 1) return std::string("pipe");
-          std::this_thread::sleep_for(std::chrono::seconds(60));
+      const auto out = launch(options(kB, 3), [&](Communicator& comm) {
+        const pid_t me = ::getpid();
+        if (::write(pids[1], &me, sizeof me) != sizeof me) return std::string("pipe");
+        if (comm.rank() == 0) {  // everyone waits in the barrier until the test has sent its signals
+          char byte = 0;
+          if (::read(go[0], &byte, 1) != 1) return std::string("pipe");
         }
         comm.barrier();
-        return std::string();
+        return std::string("done");
       });
+      ok = out.size() == 3 && out[0].result == "done" && out[2].result == "done";
     } catch (...) {
     }
-    ::_exit(0);
+    struct sigaction sa {};
+    sigaction(SIGINT, nullptr, &sa);
+    ok = ok && sa.sa_handler == SIG_IGN;  // still ignored after the launch
+    sigaction(SIGTERM, nullptr, &sa);
+    ok = ok && sa.sa_handler == SIG_IGN;
+    ::_exit(ok ? 0 : 1);
   }
-  ::close(ready[1]);
-  char go = 0;
-  REQUIRE(::read(ready[0], &go, 1) == 1);
-  ::close(ready[0]);
-  const auto t0 = std::chrono::steady_clock::now();
-  REQUIRE(::kill(launcher, SIGTERM) == 0);
+  ::close(pids[1]);
+  ::close(go[0]);
+  std::vector<pid_t> targets{launcher};
+  for (int r = 0; r < 3; ++r) {
+    pid_t pid = 0;
+    REQUIRE(::read(pids[0], &pid, sizeof pid) == sizeof pid);
+    targets.push_back(pid);
+  }
+  ::close(pids[0]);
+  for (const pid_t pid : targets) {
+    CHECK(::kill(pid, SIGINT) == 0);
+    CHECK(::kill(pid, SIGTERM) == 0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the signals arrive (and must do nothing)
+  const char byte = 1;
+  REQUIRE(::write(go[1], &byte, 1) == 1);
+  ::close(go[1]);
   int st = 0;
   REQUIRE(::waitpid(launcher, &st, 0) == launcher);
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
-  CHECK_MESSAGE(WIFSIGNALED(st), "the launcher should end by the signal it got, re-raised after cleaning up");
-  if (WIFSIGNALED(st)) CHECK(WTERMSIG(st) == SIGTERM);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a surviving rank would now be our child
+  CHECK_MESSAGE(WIFEXITED(st), "the launcher was stopped by a signal it was started ignoring");
+  if (WIFEXITED(st)) CHECK_MESSAGE(WEXITSTATUS(st) == 0, "the launch failed, or the signals were not ignored after it");
   check_nothing_left_behind();
-  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+TEST_CASE("processes: a rank killed while its peers copy out of its heap buffers fails the run within seconds") {
+  LaunchOptions opt = options(kB, 4);
+  opt.heap_bytes = std::size_t{16} << 20;
+  const Failure f = expect_failure(opt, [](Communicator& comm) {
+    Bytes mine(1 << 20), all(4 << 20), next(1 << 20);  // in the heap: every message goes by reference
+    if (comm.rank() == 1) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ::kill(::getpid(), SIGKILL);
+      }).detach();
+    }
+    const int c = comm.size(), r = comm.rank();
+    for (;;) {
+      comm.all_gather(mine.data(), all.data(), mine.size());
+      comm.sendrecv(mine.data(), mine.size(), (r + 1) % c, next.data(), next.size(), (r + c - 1) % c);
+    }
+    return std::string();
+  });
+  CHECK(f.rank == 1);
+  CHECK_MESSAGE(f.what.find("killed by SIGKILL (signal 9)") != std::string::npos, f.what);
+  CHECK(f.seconds < 5);
+  check_nothing_left_behind();
+}
+
+TEST_CASE("processes: a shared heap /dev/shm cannot hold is refused before any rank starts, naming the need") {
+  LaunchOptions opt = options(kB, 2);
+  opt.heap_bytes = std::size_t{1} << 50;  // a petabyte per rank
+  try {
+    launch(opt, [](Communicator&) { return std::string("ran"); });
+    FAIL("the launch should have been refused");
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    CHECK_MESSAGE(what.find("the processes backend needs") != std::string::npos, what);
+    CHECK_MESSAGE(what.find("/dev/shm cannot provide it") != std::string::npos, what);
+    CHECK_MESSAGE(what.find("--backend threads") != std::string::npos, what);
+  }
+  check_nothing_left_behind();
 }
 
 TEST_SUITE("slow") {

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "sim/core/random.hpp"
+#include "sim/kernels/cpu_device.hpp"
+#include "sim/kernels/host_io.hpp"
 #include "sim/layout/layout.hpp"
 
 using namespace cpsim;
@@ -158,4 +160,21 @@ TEST_CASE("the inputs are pinned bit for bit: a single-device problem with Sq !=
                {0x861d12cc04602301, 0x6070c0efc6cb4349, 0x466a6f97994c384a, 0x28bbaf8c30526227});
   CHECK(f64.q_pos == iota_positions(0, 24));
   CHECK(f64.k_pos == iota_positions(0, 40));
+}
+
+TEST_CASE("a rank's shard made straight into a device buffer holds exactly rank_input's values") {
+  for (const Problem& p : {problem(4, Sharding::zigzag, DType::f64, 2, 64, 4, 2, 3),
+                           problem(3, Sharding::contiguous, DType::f32, 1, 12, 2, 1, 5),
+                           problem(2, Sharding::zigzag, DType::f32, 3, 2048, 2, 1, 8)}) {  // chunks span pieces
+    CAPTURE(p.ranks);
+    Recorder rec;
+    CpuDevice dev(rec);
+    for (int r = 0; r < p.ranks; ++r)
+      for (Input which : {Input::q, Input::k, Input::v, Input::dout}) {
+        const Buffer b = rank_input_buffer(dev, p, 3, which, r, "x");
+        const std::int64_t n = which == Input::k || which == Input::v ? p.kv_heads : p.heads;
+        CHECK(b.dims() == Dims{p.batch, SeqLayout(p.ranks, p.seq, p.sharding).local_len(), n, p.head_dim});
+        CHECK(download_values(dev, b) == rank_input(p, 3, which, r));
+      }
+  }
 }

@@ -1,0 +1,72 @@
+#include "sim/core/sizes.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
+
+namespace cpsim {
+
+std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+std::string format_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (std::abs(b) >= 1024 && u < 6) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+std::int64_t tensor_bytes(const std::string& name, const std::vector<Extent>& extents, std::size_t elem_size,
+                          const std::string& elem_name) {
+  std::optional<std::int64_t> n = std::int64_t{1};
+  double approx = 1;  // the exact product, as a double (it may exceed 64 bits)
+  std::string letters, values;
+  const Extent* largest = nullptr;
+  for (const Extent& e : extents) {
+    if (n) n = checked_mul(*n, e.value);
+    approx *= static_cast<double>(e.value);
+    letters += (letters.empty() ? "" : ", ") + std::string(e.letter);
+    values += (values.empty() ? "" : ", ") + std::to_string(e.value);
+    if (e.flag && *e.flag && (!largest || e.value > largest->value)) largest = &e;
+  }
+  std::optional<std::int64_t> bytes = n ? checked_mul(*n, static_cast<std::int64_t>(elem_size)) : std::nullopt;
+  if (bytes && *bytes <= kAddressableBytes) return *bytes;
+  char count[32];
+  std::snprintf(count, sizeof count, "%.3g", approx);
+  const std::string fix = largest ? use({"a smaller --" + std::string(largest->flag)}, "use a smaller shape")
+                                  : "use a smaller shape";
+  throw UsageError(name + " [" + letters + "] = [" + values + "] holds " + count + " values (" +
+                   format_bytes(approx * static_cast<double>(elem_size)) + " as " + elem_name +
+                   "), more than one process can address (" + format_bytes(static_cast<double>(kAddressableBytes)) +
+                   "); " + fix);
+}
+
+std::int64_t total_bytes(const std::string& what, const std::vector<std::int64_t>& parts) {
+  std::optional<std::int64_t> sum = std::int64_t{0};
+  double approx = 0;
+  for (std::int64_t p : parts) {
+    if (sum) sum = checked_add(*sum, p);
+    approx += static_cast<double>(p);
+  }
+  if (sum && *sum <= kAddressableBytes) return *sum;
+  throw UsageError(what + " comes to " + format_bytes(approx) + ", more than one process can address (" +
+                   format_bytes(static_cast<double>(kAddressableBytes)) + "); use a smaller shape");
+}
+
+}  // namespace cpsim

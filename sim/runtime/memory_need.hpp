@@ -1,0 +1,68 @@
+// The memory a run will hold, known before it allocates anything, and the check that refuses a run the machine
+// cannot hold (exit 2, naming the need, the limit and a fix) instead of letting it end in std::bad_alloc or the
+// kernel's OOM killer.
+//
+// Per rank (each a thread of this process, or a process of its own):
+//   device    the most its device holds at once: exact, from the counting device (sim/model), which runs the
+//             unchanged strategy code on sizes alone; equal to the Recorder's peak of the real run
+//   host      beside the device: its input shards as doubles, its results as doubles and serialised (rank_run.cpp)
+// The caller (run.cpp), after the ranks: the results as sent, deserialised and gathered, the global inputs, and,
+// with the check, the reference's copies and results (check.cpp, naive.hpp), at the largest of those stages.
+// Host blocks a CPU device gives back stay cached for reuse (host_pool.hpp) while the caller works: counted too.
+//
+//   total          the most the run holds on this machine at once: max(sum of ranks, caller + cached blocks)
+//   largest process the most one process holds (with ranks in-process: the total)
+// A GPU device's buffers live on the GPU: they are not host memory and the GPU's allocator reports its own limit.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/host_memory.hpp"
+#include "sim/kernels/reference.hpp"
+#include "sim/runtime/run.hpp"
+
+namespace cpsim {
+
+struct MemoryNeed {
+  std::vector<std::int64_t> device_peak;  // per rank, bytes (the counting device)
+  std::int64_t rank_host = 0;             // per rank, host bytes beside the device's
+  std::int64_t caller = 0;                // the caller's, after the ranks
+  bool device_on_host = true;             // the device's buffers are host memory (the cpu device)
+  bool ranks_in_process = true;           // the ranks are threads of this process (threads, cuda-threads)
+  std::int64_t total = 0;                 // on this machine at once
+  std::int64_t largest_process = 0;       // in one process
+  bool lower_bound = false;               // only the caller's part was counted: already over any limit
+
+  std::int64_t rank_peak(int rank) const;  // device_peak[rank] (when on the host) + rank_host
+  std::int64_t max_rank_peak() const;
+};
+
+// Validates the configuration (UsageError), then counts. The device peaks are counted only when the caller's part
+// alone fits in `within` bytes (a run far beyond any machine is refused without counting: lower_bound).
+MemoryNeed memory_need(const RunConfig& cfg, std::int64_t within = INT64_MAX);
+
+// The memory the run may use: cfg.memory_limit when set (--memory-limit), else host_memory() now.
+HostMemory memory_limits(const RunConfig& cfg);
+
+// UsageError when memory_need(cfg) exceeds memory_limits(cfg), e.g.
+//   "the run needs 9.1 GiB of memory (4 ranks of 1.2 GiB, then 4.3 GiB to gather and check the results), more than
+//    the 7.5 GiB available (MemAvailable); use --seq 32768, --strategy ring or --memory-limit BYTES"
+// The fixes offered are those that make this run fit (fewer tokens, the ring instead of the all-gather, f32 instead
+// of f64, no check), as the program's flags spell them (sim/core/flags.hpp). Under mpirun, rank 0 checks.
+void check_memory(const RunConfig& cfg);
+
+// One device running the whole problem (`cpsim attention`, `cpsim bench attention`): its buffers (single_run.cpp),
+// the seeded inputs and results as doubles, and with `check` the reference's (check.cpp).
+std::int64_t single_device_need(const AttentionShape& shape, DType dtype, bool backward, bool check);
+// Its device's part: the buffers single_run.cpp allocates (what SingleRun::peak_bytes measures).
+std::int64_t single_device_peak(const AttentionShape& shape, DType dtype, bool backward);
+// UsageError when single_device_need exceeds `limit` (or host_memory() when limit is 0), with a fix of flags.
+void check_single_device_memory(const AttentionShape& shape, DType dtype, bool backward, bool check,
+                                std::int64_t limit);
+
+// What sim/model registers (model/memory_counter.cpp): the device peak of every rank of a counting run.
+using DevicePeakCounter = std::vector<std::int64_t> (*)(const Problem& p, StrategyKind kind, bool backward);
+bool register_device_peak_counter(DevicePeakCounter counter);
+
+}  // namespace cpsim

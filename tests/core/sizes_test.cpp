@@ -1,0 +1,66 @@
+// Sizes from input: checked products and sums, one line naming a tensor too large to address, binary units.
+#include "sim/core/sizes.hpp"
+
+#include <doctest/doctest.h>
+
+#include <limits>
+
+#include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
+
+using namespace cpsim;
+
+TEST_CASE("checked arithmetic gives the exact result or nothing when 64 bits cannot hold it") {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  CHECK(checked_mul(1 << 20, 1 << 20) == std::int64_t{1} << 40);
+  CHECK_FALSE(checked_mul(std::int64_t{1} << 32, std::int64_t{1} << 31).has_value());
+  CHECK(checked_mul(kMax, 1) == kMax);
+  CHECK_FALSE(checked_mul(kMax, 2).has_value());
+  CHECK(checked_add(kMax - 1, 1) == kMax);
+  CHECK_FALSE(checked_add(kMax, 1).has_value());
+}
+
+TEST_CASE("a tensor's bytes are its extents' product times the element size, up to what a process can address") {
+  offer_all_flags();
+  CHECK(tensor_bytes("q", {{"B", 2, "batch"}, {"S", 64, "seq"}, {"Nq", 4, "heads"}, {"D", 16, "head-dim"}}, 8,
+                     "doubles") == 2 * 64 * 4 * 16 * 8);
+  // 2^47 bytes exactly is the limit; one element more is refused.
+  CHECK(tensor_bytes("x", {{"S", std::int64_t{1} << 44, "seq"}}, 8, "doubles") == kAddressableBytes);
+  CHECK_THROWS_AS(tensor_bytes("x", {{"S", (std::int64_t{1} << 44) + 1, "seq"}}, 8, "doubles"), UsageError);
+}
+
+TEST_CASE("a shape whose product wraps 64 bits is refused in one line naming the tensor, its size and the flag") {
+  offer_all_flags();
+  // 2^58 heads x 64 x 16 = 2^68 values: the product wraps to 0 in 64 bits.
+  const std::int64_t heads = std::int64_t{1} << 58;
+  CHECK_THROWS_WITH_AS(
+      tensor_bytes("q", {{"B", 1, "batch"}, {"S", 64, "seq"}, {"Nq", heads, "heads"}, {"D", 16, "head-dim"}}, 8,
+                   "doubles"),
+      "q [B, S, Nq, D] = [1, 64, 288230376151711744, 16] holds 2.95e+20 values (2048.0 EiB as doubles), more than "
+      "one process can address (128.0 TiB); use a smaller --heads",
+      UsageError);
+}
+
+TEST_CASE("the fix names the program's own flag, or the shape when the program has none for that extent") {
+  offer_flags({{"seq", "seqs"}});
+  CHECK_THROWS_WITH_AS(tensor_bytes("k", {{"B", 1, "batch"}, {"S", std::int64_t{1} << 50, "seq"}}, 8, "doubles"),
+                       doctest::Contains("; use a smaller --seqs"), UsageError);
+  offer_flags({});
+  CHECK_THROWS_WITH_AS(tensor_bytes("k", {{"S", std::int64_t{1} << 50, "seq"}}, 8, "doubles"),
+                       doctest::Contains("; use a smaller shape"), UsageError);
+  offer_all_flags();
+}
+
+TEST_CASE("byte totals are summed with checks too") {
+  CHECK(total_bytes("run", {1, 2, 3}) == 6);
+  CHECK_THROWS_WITH_AS(total_bytes("the run's memory", {kAddressableBytes, 1}),
+                       doctest::Contains("the run's memory comes to 128.0 TiB, more than one process can address"),
+                       UsageError);
+}
+
+TEST_CASE("sizes print in binary units with one decimal") {
+  CHECK(format_bytes(512) == "512 B");
+  CHECK(format_bytes(4096) == "4.0 KiB");
+  CHECK(format_bytes(1.5 * (1 << 30)) == "1.5 GiB");
+  CHECK(format_bytes(static_cast<double>(kAddressableBytes)) == "128.0 TiB");
+}

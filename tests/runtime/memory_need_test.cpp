@@ -1,0 +1,164 @@
+// The memory a run will hold, before it holds it: each rank's device peak exactly as the run measures it, the
+// scaled count exact, the refusal naming need, limit and fixes that fit, and a refused run that allocates nothing
+// large.
+#include "sim/runtime/memory_need.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "sim/comm/shm_heap.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/host_arena.hpp"
+#include "sim/core/flags.hpp"
+#include "sim/core/sizes.hpp"
+#include "sim/kernels/cpu_device.hpp"
+#include "sim/kernels/single_run.hpp"
+#include "sim/runtime/inputs.hpp"
+#include "sim/runtime/rank_run.hpp"
+#include "sim/model/count_run.hpp"
+
+using namespace cpsim;
+
+namespace {
+
+RunConfig config(StrategyKind k, Sharding sh, DType dt, bool backward) {
+  RunConfig c;
+  c.strategy = k;
+  c.backward = backward;
+  Problem& p = c.problem;
+  p.ranks = 4;
+  p.sharding = sh;
+  p.batch = 2;
+  p.seq = 64;
+  p.heads = 4;
+  p.kv_heads = 2;
+  p.head_dim = 8;
+  p.dtype = dt;
+  if (k == StrategyKind::ulysses) p.kv_replicate = true;  // Nkv = 2 < C = 4
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("each rank's device peak is exactly what the run's recorder measures") {
+  for (StrategyKind k : all_strategies())
+    for (Sharding sh : {Sharding::zigzag, Sharding::contiguous})
+      for (DType dt : {DType::f64, DType::f32})
+        for (bool backward : {false, true}) {
+          const RunConfig c = config(k, sh, dt, backward);
+          CAPTURE(strategy_name(k));
+          CAPTURE(sharding_name(sh));
+          CAPTURE(dtype_name(dt));
+          CAPTURE(backward);
+          const MemoryNeed need = memory_need(c);
+          const RunResult r = run(c);
+          REQUIRE(need.device_peak.size() == r.ranks.size());
+          for (std::size_t i = 0; i < r.ranks.size(); ++i) CHECK(need.device_peak[i] == r.ranks[i].stats.peak_bytes());
+          CHECK(need.total >= need.caller);
+          CHECK(need.largest_process == need.total);  // threads: one process
+        }
+}
+
+TEST_CASE("each rank's device peak is linear in S, so a shorter count scaled is exact") {
+  for (StrategyKind k : all_strategies()) {
+    CAPTURE(strategy_name(k));
+    const Problem p = config(k, Sharding::zigzag, DType::f64, true).problem;
+    Problem shorter = p, longer = p;
+    longer.seq = 5 * p.seq;
+    const model::CountResult a = model::count_run(shorter, k), b = model::count_run(longer, k);
+    for (std::size_t r = 0; r < a.ranks.size(); ++r) CHECK(b.ranks[r].peak_bytes() == 5 * a.ranks[r].peak_bytes());
+  }
+  // Past C x S = 2^20 tokens memory_need counts at a shorter S and scales: the same bytes as a count at S.
+  RunConfig c = config(StrategyKind::ring, Sharding::zigzag, DType::f32, true);
+  c.problem.seq = 3 << 18;  // C x S = 3 x 2^20
+  c.problem.batch = c.problem.heads = c.problem.kv_heads = c.problem.head_dim = 1;
+  const MemoryNeed need = memory_need(c);
+  const model::CountResult counted = model::count_run(c.problem, c.strategy);
+  for (std::size_t r = 0; r < counted.ranks.size(); ++r) CHECK(need.device_peak[r] == counted.ranks[r].peak_bytes());
+}
+
+TEST_CASE("a run beyond the limit is refused naming its need, the limit and a fix that makes it fit") {
+  offer_all_flags();
+  RunConfig c = config(StrategyKind::all_gather, Sharding::zigzag, DType::f64, true);
+  c.problem.seq = 4096;
+  c.check = true;
+  const MemoryNeed need = memory_need(c);
+  c.memory_limit = need.total - 1;
+  std::string message;
+  try {
+    check_memory(c);
+  } catch (const UsageError& e) {
+    message = e.what();
+  }
+  CAPTURE(message);
+  CHECK(message.rfind("the run needs " + format_bytes(static_cast<double>(need.total)) + " of memory (4 ranks of up to",
+                      0) == 0);
+  CHECK(message.find("more than the " + format_bytes(static_cast<double>(need.total - 1)) +
+                     " that --memory-limit allows") != std::string::npos);
+  // Every fix offered makes the run fit: the shorter sequence it names, and each other flag.
+  const auto at = message.find("--seq ");
+  REQUIRE(at != std::string::npos);
+  RunConfig shorter = c;
+  shorter.problem.seq = std::stoll(message.substr(at + 6));
+  CHECK(shorter.problem.seq < c.problem.seq);
+  CHECK_NOTHROW(check_memory(shorter));
+  for (const char* fix : {"--strategy ring", "--dtype f32", "drop --check"})
+    if (message.find(fix) != std::string::npos) {
+      RunConfig f = c;
+      if (fix[2] == 's') f.strategy = StrategyKind::ring;
+      if (fix[2] == 'd') f.problem.dtype = DType::f32;
+      if (fix[0] == 'd') f.check = false;
+      CHECK_NOTHROW(check_memory(f));
+    }
+  CHECK(message.find("or set the limit with --memory-limit BYTES") != std::string::npos);
+  c.memory_limit = need.total;
+  CHECK_NOTHROW(check_memory(c));
+}
+
+TEST_CASE("a run far beyond any machine is refused without counting its ranks") {
+  RunConfig c = config(StrategyKind::ring, Sharding::zigzag, DType::f64, false);
+  c.problem.seq = std::int64_t{1} << 36;  // 2^36 tokens: terabytes of doubles
+  c.memory_limit = std::int64_t{1} << 30;
+  const MemoryNeed need = memory_need(c, c.memory_limit);
+  CHECK(need.lower_bound);
+  CHECK(need.device_peak.empty());
+  CHECK_THROWS_WITH_AS(check_memory(c), doctest::Contains("the run needs at least"), UsageError);
+}
+
+TEST_CASE("one device's peak is exactly what the device measures, and the need covers it and the host copies") {
+  const AttentionShape sh{2, 96, 96, 4, 2, 8};
+  for (DType dt : {DType::f32, DType::f64})
+    for (bool backward : {false, true}) {
+      const AttentionProblem p = attention_problem(sh, true, dt, 3);
+      Recorder rec;
+      CpuDevice dev(rec);
+      CHECK(run_single_device(dev, p, dt, backward).peak_bytes == single_device_peak(sh, dt, backward));
+      // The host holds the inputs and results as doubles besides: more than the device.
+      CHECK(single_device_need(sh, dt, backward, false) > 2 * single_device_peak(sh, dt, backward));
+      CHECK(single_device_need(sh, dt, backward, true) > single_device_need(sh, dt, backward, false));
+    }
+  CHECK_THROWS_WITH_AS(check_single_device_memory(sh, DType::f64, true, true, 1000),
+                       doctest::Contains("that --memory-limit allows"), UsageError);
+}
+
+TEST_CASE("a processes run's buffers all live in the shared heap sized from the largest device peak, for every strategy") {
+  for (StrategyKind kind : all_strategies()) {
+    CAPTURE(strategy_name(kind));
+    RunConfig cfg = config(kind, Sharding::zigzag, DType::f32, true);
+    cfg.backend = Backend::processes;
+    LaunchOptions opt;
+    opt.ranks = cfg.problem.ranks;
+    opt.backend = Backend::processes;
+    for (std::int64_t peak : memory_need(cfg).device_peak)  // as run.cpp sizes it
+      opt.heap_bytes = std::max(opt.heap_bytes, static_cast<std::size_t>(peak));
+    REQUIRE(opt.heap_bytes > 0);
+    const auto out = launch(opt, [&](Communicator& comm) {
+      run_rank(cfg, comm);
+      auto* arena = dynamic_cast<RankArena*>(host_arena());
+      if (arena == nullptr) return std::string("no arena");
+      return "misses " + std::to_string(arena->misses());  // allocations that did not fit
+    });
+    for (const auto& o : out) CHECK(o.result == "misses 0");
+  }
+}
