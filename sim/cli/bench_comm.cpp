@@ -33,6 +33,9 @@
 #include "sim/cli/cli.hpp"
 #include "sim/comm/launcher.hpp"
 #include "sim/core/bytes.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/host_memory.hpp"
+#include "sim/core/sizes.hpp"
 #include "sim/core/json.hpp"
 
 namespace cpsim::cli {
@@ -378,7 +381,19 @@ int bench_comm(const std::vector<std::string>& args) {
     form = collectives == "ring" ? CollectiveAlgorithm::ring : CollectiveAlgorithm::direct;
   }
   std::vector<std::size_t> sizes;
-  for (std::size_t s = lo; s <= hi; s *= step) sizes.push_back(s);
+  for (std::size_t s = lo;; s *= static_cast<std::size_t>(step)) {
+    sizes.push_back(s);
+    if (s > hi / static_cast<std::size_t>(step)) break;  // the next size would pass --maxbytes (or wrap)
+  }
+  if (sizes.back() > hi) sizes.pop_back();
+  // Each rank holds a send and a receive buffer of the largest size (sweep above): refused before they are made.
+  const HostMemory mem = host_memory();
+  const double need = 2.0 * static_cast<double>(sizes.back()) * ranks;
+  require(need <= static_cast<double>(mem.machine.bytes),
+          "bench comm holds a send and a receive buffer of " + format_bytes(static_cast<double>(sizes.back())) +
+              " on each of " + std::to_string(ranks) + " ranks (" + format_bytes(need) + "), more than the " +
+              format_bytes(static_cast<double>(mem.machine.bytes)) + " available (" + mem.machine.source + ")",
+          "use a smaller --maxbytes");
   if (side) return side_by_side(backend, ranks, sizes, step, vm.count("json") > 0, form);
 
   LaunchOptions opt;

@@ -1,12 +1,12 @@
 #include "sim/cli/cli.hpp"
 
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace cpsim::cli {
 
@@ -20,55 +20,41 @@ std::map<std::string, CommandInfo>& benches() {
   return table;
 }
 
-bool parse(const std::string& command, const po::options_description& desc, const std::vector<std::string>& args,
-           po::variables_map& vm) {
-  po::options_description all(desc);
-  all.add_options()("help,h", "show this help");
-  try {
-    po::store(po::command_line_parser(args).options(all).run(), vm);
-    if (vm.count("help")) {
-      std::cout << "usage: cpsim " << command << " [options]\n\n" << all << "\n";
-      return false;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string(e.what()) + "; see `cpsim " + command + " --help`");
-  }
-  return true;
+namespace {
+// Every path named so far by an output or input flag of this command: no two may be the same file.
+std::vector<std::pair<std::string, std::string>>& named_paths() {
+  static std::vector<std::pair<std::string, std::string>> paths;
+  return paths;
 }
 
-std::size_t parse_size(const std::string& flag, const std::string& text) {
-  std::size_t pos = 0;
-  unsigned long long v = 0;
+void name_path(const std::string& flag, const std::string& path) {
+  auto& paths = named_paths();
+  paths.emplace_back(flag, path);
   try {
-    v = std::stoull(text, &pos);
-  } catch (const std::exception&) {
-    throw UsageError("--" + flag + " '" + text + "' is not a size; use a number with an optional K, M or G suffix");
+    check_distinct(paths);
+  } catch (...) {
+    paths.pop_back();
+    throw;
   }
-  std::string suffix = text.substr(pos);
-  if (suffix.empty()) return v;
-  if (suffix.size() == 1) {
-    switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
-      case 'K': return v << 10;
-      case 'M': return v << 20;
-      case 'G': return v << 30;
-    }
-  }
-  throw UsageError("--" + flag + " '" + text + "' has an unknown suffix; use K, M or G (powers of 1024)");
 }
+}  // namespace
 
 void check_output(const std::string& flag, const std::string& path) {
   if (path.empty()) return;
-  const std::filesystem::path p(path);
-  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
-  if (!std::filesystem::is_directory(dir) || std::filesystem::is_directory(p))
-    throw UsageError("--" + flag + " " + path + " is not a file in an existing folder; name a file such as run." +
-                     (flag == "html" ? "html" : "json"));
+  check_output_file(flag, path);
+  name_path(flag, path);
+}
+
+void check_output_dir(const std::string& flag, const std::string& dir, const std::vector<std::string>& files) {
+  if (dir.empty()) return;
+  check_output_folder(flag, dir);
+  for (const std::string& f : files) name_path(flag, (std::filesystem::path(dir) / f).string());
 }
 
 std::string read_input(const std::string& flag, const std::string& path, const std::string& fix) {
   std::ifstream f(path, std::ios::binary);
   if (!f || std::filesystem::is_directory(path)) throw UsageError("--" + flag + " " + path + " cannot be read; " + fix);
+  name_path(flag, path);
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
@@ -81,6 +67,16 @@ std::string read_compare_trace(const std::string& path) {
     throw UsageError("--compare " + path +
                      " is not a cpsim trace; write one with cpsim run --trace FILE or "
                      "cpsim predict --trace FILE");
+  return text;
+}
+
+std::string read_bench_json(const std::string& path) {
+  const std::string fix = "write one with cpsim bench strategies --json > FILE";
+  const std::string text = read_input("bench-json", path, fix);
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || text[first] != '{' || text.find("\"results\"") == std::string::npos ||
+      text.find("\"config\"") == std::string::npos || text.find("\"fwd_bwd_ms\"") == std::string::npos)
+    throw UsageError("--bench-json " + path + " is not the output of cpsim bench strategies --json; " + fix);
   return text;
 }
 

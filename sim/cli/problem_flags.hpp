@@ -20,7 +20,8 @@ enum ProblemFlag : unsigned {
   kFlagBackward = 1u << 13,    // --backward
   kFlagSeed = 1u << 14,        // --seed
   kFlagTimeout = 1u << 15,     // --timeout
-  kAllProblemFlags = (1u << 16) - 1,
+  kFlagMemoryLimit = 1u << 16, // --memory-limit
+  kAllProblemFlags = (1u << 17) - 1,
 };
 
 }  // namespace cpsim::cli

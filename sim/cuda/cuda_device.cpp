@@ -8,6 +8,7 @@
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/tile_counts.hpp"
 #include "sim/kernels/view_checks.hpp"
+#include "sim/core/flags.hpp"
 
 namespace cpsim::cuda {
 namespace {
@@ -87,7 +88,7 @@ CudaDevice::~CudaDevice() {
 Buffer CudaDevice::alloc(Dims dims, DType dtype, Layout layout, const std::string& name) {
   require(dtype == DType::f32 || dtype == DType::bf16,
           "the CUDA device holds bf16 and f32 buffers (got " + std::string(dtype_name(dtype)) + " for '" + name + "')",
-          "use --dtype bf16 or f32");
+          use_value("dtype", {"bf16", "f32"}));
   if (layout == Layout::bns && dtype == DType::bf16) dtype = DType::f32;  // log-sum-exp stays f32 (see the header)
   if (dims.b < 0 || dims.s < 0 || dims.n < 0 || dims.d < 1 || (layout == Layout::bns && dims.d != 1))
     throw Error("alloc '" + name + "': impossible dims " + to_string(dims, layout));
@@ -171,12 +172,12 @@ AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View
   check_ascending(k_pos, "key positions");
   const DType t = q.buf.dtype();
   require(t == DType::f32 || t == DType::bf16, "the CUDA device computes attention on bf16 or f32 inputs",
-          "use --dtype bf16 or f32");
+          use_value("dtype", {"bf16", "f32"}));
   check_types({&q, &k, &v, &out}, t, "attention");
   check_types({&lse}, DType::f32, "attention (the log-sum-exp)");
   if (q.d() > kSimtMaxHeadDim)
     throw UsageError("the CUDA kernels take head dims up to " + std::to_string(kSimtMaxHeadDim) + " (got " +
-                     std::to_string(q.d()) + "); use --head-dim 128");
+                     std::to_string(q.d()) + "); " + use({"--head-dim 128"}, "use a head dim of 128 or less"));
   // Positions: q then k, through pinned memory; the previous call's copy is done (every call ends waiting).
   const std::size_t n = q_pos.size() + k_pos.size();
   if (n > pos_host_cap_) {

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "sim/core/child_process.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/flags.hpp"
 #include "sim/core/sizes.hpp"
@@ -35,6 +36,8 @@ RunConfig config(StrategyKind k, Sharding sh, DType dt, bool backward) {
   if (k == StrategyKind::ulysses) p.kv_replicate = true;  // Nkv = 2 < C = 4
   return c;
 }
+
+const std::string kCpsim = std::string(CPSIM_BINARY_DIR) + "/cpsim";
 
 }  // namespace
 
@@ -137,4 +140,25 @@ TEST_CASE("one device's peak is exactly what the device measures, and the need c
     }
   CHECK_THROWS_WITH_AS(check_single_device_memory(sh, DType::f64, true, true, 1000),
                        doctest::Contains("that --memory-limit allows"), UsageError);
+}
+
+TEST_CASE("a refused run allocates nothing large: under a 1 GiB address-space limit it still refuses, exit 2") {
+  // 2^30 tokens of 4 heads of 16: 512 GiB of q alone. Anything large allocated before the refusal would fail under
+  // RLIMIT_AS with std::bad_alloc (exit 1) instead.
+  ChildOptions o;
+  o.address_space_limit = std::int64_t{1} << 30;
+  o.stdout_path = o.stderr_path = "/dev/null";
+  for (const char* args : {"--seq 1073741824 --memory-limit 1G", "--seq 1073741824",
+                           "--strategy all_gather --ranks 8 --seq 65536 --heads 8 --head-dim 64 --backward"}) {
+    CAPTURE(args);
+    std::vector<std::string> argv{kCpsim, "run"};
+    for (std::string a = args; !a.empty();) {
+      const auto sp = a.find(' ');
+      argv.push_back(a.substr(0, sp));
+      a = sp == std::string::npos ? "" : a.substr(sp + 1);
+    }
+    const ChildResult r = run_child(argv, o);
+    CHECK(r.exit_code == 2);
+    CHECK(r.peak_rss_bytes < (std::int64_t{64} << 20));
+  }
 }
