@@ -19,9 +19,11 @@
 #include "exercises/zigzag_ring/exercise.hpp"
 #include "lessons/common/lesson.hpp"
 #include "sim/core/bytes.hpp"
+#include "sim/core/child_process.hpp"
 #include "sim/kernels/check.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/reference.hpp"
+#include "sim/runtime/memory_need.hpp"
 #include "sim/runtime/run.hpp"
 
 #ifndef CPSIM_JUDGED_FILE
@@ -229,7 +231,8 @@ std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& r
   return std::nullopt;
 }
 
-std::optional<Failure> judge_case(const Case& c) {
+// The case as a run of the ring (its shape, seeded per C).
+RunConfig case_config(const Case& c) {
   RunConfig cfg;
   cfg.problem.ranks = c.C;
   cfg.problem.seq = c.S;
@@ -238,6 +241,12 @@ std::optional<Failure> judge_case(const Case& c) {
   cfg.problem.kv_heads = c.Nkv;
   cfg.problem.head_dim = c.D;
   cfg.seed = 11 + static_cast<std::uint64_t>(c.C);
+  cfg.check = true;
+  return cfg;
+}
+
+std::optional<Failure> judge_case(const Case& c) {
+  const RunConfig cfg = case_config(c);
   const GlobalTensors in = make_inputs(cfg);
   const double scale = c.sharpen / std::sqrt(static_cast<double>(c.D));
   const Positions all = iota_positions(0, c.S);
@@ -254,13 +263,12 @@ std::optional<Failure> judge_case(const Case& c) {
   return check_counts(c, runs);
 }
 
-}  // namespace
-
-int main() {
+int judge() {
   std::cout << "Judging zigzag_ring: " << CPSIM_JUDGED_FILE << "\n";
   const std::vector<Case> cases{{1, 8, 1, 2, 2, 4, 1},  {2, 8, 1, 2, 2, 4, 1},  {4, 16, 1, 2, 2, 4, 1},
                                 {3, 24, 1, 1, 1, 4, 1}, {4, 32, 2, 4, 2, 8, 1}, {4, 16, 1, 2, 2, 4, 30},
                                 {8, 32, 1, 1, 1, 4, 1}};
+  for (const Case& c : cases) check_memory(case_config(c));  // what a run of the case holds (memory_need.hpp)
   int passed = 0;
   const int checks = 1 + static_cast<int>(cases.size());
   auto report = [&](const std::string& name, const std::optional<Failure>& f) {
@@ -277,9 +285,16 @@ int main() {
               << " checks passed; fix the first failure and judge again.\n";
     return false;
   };
+  tell_parent("chunk order");  // cpsim judge names the case a crash or a hang happened in
   if (!report("chunk order, C = 1, 2, 3, 4, 8", check_chunks())) return 1;
-  for (const Case& c : cases)
+  for (const Case& c : cases) {
+    tell_parent(c.name());
     if (!report(c.name(), judge_case(c))) return 1;
+  }
   std::cout << "All " << checks << " checks passed: zigzag ring attention, balanced step by step.\n";
   return 0;
 }
+
+}  // namespace
+
+int main() { return lesson::guarded("judge_zigzag_ring", judge); }
