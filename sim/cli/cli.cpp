@@ -70,14 +70,4 @@ std::string read_compare_trace(const std::string& path) {
   return text;
 }
 
-std::string read_bench_json(const std::string& path) {
-  const std::string fix = "write one with cpsim bench strategies --json > FILE";
-  const std::string text = read_input("bench-json", path, fix);
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos || text[first] != '{' || text.find("\"results\"") == std::string::npos ||
-      text.find("\"config\"") == std::string::npos || text.find("\"fwd_bwd_ms\"") == std::string::npos)
-    throw UsageError("--bench-json " + path + " is not the output of cpsim bench strategies --json; " + fix);
-  return text;
-}
-
 }  // namespace cpsim::cli

@@ -48,7 +48,5 @@ std::string read_input(const std::string& flag, const std::string& path, const s
 
 // A trace to compare with (--compare FILE, for --html): the file's text, refused unless it is a cpsim trace.
 std::string read_compare_trace(const std::string& path);
-// Benchmark results to inline (--bench-json FILE, for --html): refused unless they are `cpsim bench strategies --json`.
-std::string read_bench_json(const std::string& path);
 
 }  // namespace cpsim::cli

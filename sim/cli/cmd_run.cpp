@@ -1,4 +1,8 @@
 // cpsim run: one context-parallel attention run on simulated ranks, with the per-rank table and the check.
+// Boost.PropertyTree's JSON parser includes the deprecated <boost/bind.hpp>; this keeps its notice out of the build.
+#define BOOST_BIND_GLOBAL_PLACEHOLDERS
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +23,25 @@ std::vector<std::string> dump_files(bool backward) {
   std::vector<std::string> files{"q.npy", "k.npy", "v.npy", "out.npy", "lse.npy"};
   if (backward) files.insert(files.end(), {"dout.npy", "dq.npy", "dk.npy", "dv.npy"});
   return files;
+}
+
+// The benchmark to inline (--bench-json FILE, for --html): the file's text, refused unless it is the output of
+// `cpsim bench strategies --json` (one JSON object with its "config" and "results").
+std::string read_bench_json(const std::string& path) {
+  const std::string fix = "write one with cpsim bench strategies --json > FILE";
+  const std::string text = read_input("bench-json", path, fix);
+  boost::property_tree::ptree root;
+  try {
+    std::istringstream in(text);
+    boost::property_tree::read_json(in, root);
+  } catch (const boost::property_tree::json_parser_error&) {
+    throw UsageError("--bench-json " + path + " is not JSON; " + fix);
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos || text[text.find_first_not_of(" \t\r\n")] != '{' ||
+      !root.get_child_optional("config") || !root.get_child_optional("results"))
+    throw UsageError("--bench-json " + path +
+                     " is not cpsim bench strategies output (no \"config\" and \"results\"); " + fix);
+  return text;
 }
 
 void dump(const std::string& dir, const RunResult& r) {

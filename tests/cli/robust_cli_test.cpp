@@ -120,16 +120,6 @@ TEST_CASE("every output path is checked before the run: missing folder, a file a
   CHECK(left == std::vector<std::string>{"a.json", "d", "plain"});  // what was there before, nothing more
 }
 
-TEST_CASE("--bench-json is checked like --compare: it must be what cpsim bench strategies --json prints") {
-  Folder dir("bench_json");
-  std::ofstream(dir.path / "other.json") << R"({"traceEvents": []})";
-  const Ran ran = run_cpsim({"run", "--html", (dir.path / "p.html").string(), "--bench-json",
-                         (dir.path / "other.json").string()},
-                        dir);
-  CHECK(ran.r.exit_code == 2);
-  CHECK(ran.err.find("is not the output of cpsim bench strategies --json") != std::string::npos);
-}
-
 TEST_CASE("nothing given is silently ignored: stray arguments, --kv-replicate with nothing to replicate") {
   const std::vector<std::pair<std::string, std::string>> cases{
       {"run extra", "unexpected argument 'extra'; cpsim run takes options only"},
