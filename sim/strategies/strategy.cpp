@@ -92,7 +92,7 @@ void validate(const Problem& p, StrategyKind kind) {
     require(false,
             "grouped-query attention shares each KV head among Nq/Nkv query heads, so Nq % Nkv must be 0 (Nq=" +
                 str(p.heads) + ", Nkv=" + str(p.kv_heads) + ")",
-            use({"--kv-heads " + str(p.heads) + " or a divisor of it",
+            use({"--kv-heads " + str(p.heads) + " (or a divisor of it)",
                  "--heads " + str(round_up(p.heads, p.kv_heads))}));
   const SeqLayout layout(p.ranks, p.seq, p.sharding);  // throws for impossible layouts
   (void)layout;
