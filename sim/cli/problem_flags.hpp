@@ -20,8 +20,9 @@ enum ProblemFlag : unsigned {
   kFlagBackward = 1u << 13,    // --backward
   kFlagSeed = 1u << 14,        // --seed
   kFlagTimeout = 1u << 15,     // --timeout
-  kFlagMemoryLimit = 1u << 16, // --memory-limit
-  kAllProblemFlags = (1u << 17) - 1,
+  kFlagKernel = 1u << 16,      // --kernel
+  kFlagMemoryLimit = 1u << 17, // --memory-limit
+  kAllProblemFlags = (1u << 18) - 1,
 };
 
 }  // namespace cpsim::cli

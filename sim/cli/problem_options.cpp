@@ -25,6 +25,8 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
   add_switch(kFlagFull, "full", "attention without the causal mask");
   add(kFlagBackend, "backend", &o.backend,
       "threads | processes | mpi (under mpirun -np C; MPI builds) | cuda-threads | nccl (CUDA builds)");
+  add(kFlagKernel, "kernel", &o.kernel,
+      "cuda-threads, nccl: the attention kernels, auto | mma2 | mma1 | simt (docs/gpu.md)");
   add_switch(kFlagBackward, "backward", "run the backward pass too");
   add(kFlagSeed, "seed", &o.seed, "seed of the inputs");
   add(kFlagTimeout, "timeout", &o.timeout_s, "seconds any rank may wait before a deadlock is reported");
@@ -52,6 +54,7 @@ ProblemOptions problem_options(const RunConfig& c) {
   o.seed = c.seed;
   o.timeout_s = static_cast<double>(c.timeout.count()) / 1000;
   if (c.memory_limit > 0) o.memory_limit = std::to_string(c.memory_limit);
+  o.kernel = c.device.kernel;
   return o;
 }
 
@@ -80,6 +83,7 @@ void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm,
     c.memory_limit = static_cast<std::int64_t>(parse_size("memory-limit", o.memory_limit));
     require(c.memory_limit > 0, "--memory-limit must be at least 1 byte", "use --memory-limit 8G");
   }
+  if (flags & kFlagKernel) c.device.kernel = o.kernel;
 }
 
 void check_kv_replicate(const RunConfig& c) {
@@ -95,7 +99,7 @@ void check_kv_replicate(const RunConfig& c) {
 RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm) {
   RunConfig c;
   apply_problem_options(o, vm, kAllProblemFlags, c);
-  validate(c.problem, c.strategy);
+  check_config(c);
   check_kv_replicate(c);
   return c;
 }

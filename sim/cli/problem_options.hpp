@@ -14,7 +14,7 @@
 namespace cpsim::cli {
 
 struct ProblemOptions {
-  std::string strategy = "ring", sharding = "zigzag", dtype = "f64", backend = "threads";
+  std::string strategy = "ring", sharding = "zigzag", dtype = "f64", backend = "threads", kernel = "auto";
   int ranks = 4, a2a = 0;
   std::int64_t batch = 1, seq = 64, heads = 4, kv_heads = 0, head_dim = 16;
   std::uint64_t seed = 1;
@@ -33,8 +33,8 @@ ProblemOptions problem_options(const RunConfig& config);
 // size); shapes are validated by the run.
 void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm, unsigned flags, RunConfig& config);
 
-// Every flag applied to a fresh configuration, then validated (UsageError for impossible combinations, and for
-// --kv-replicate where nothing needs replicating: check_kv_replicate).
+// Every flag applied to a fresh configuration, then validated as run() validates it (check_config: UsageError for
+// impossible combinations), and --kv-replicate refused where nothing needs replicating (check_kv_replicate).
 RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm);
 void check_kv_replicate(const RunConfig& c);
 

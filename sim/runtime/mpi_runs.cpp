@@ -35,6 +35,7 @@ std::string encode_run(const RunConfig& c) {
   w.put(p.a2a);
   w.put(p.kv_replicate);
   w.put(static_cast<std::uint8_t>(c.backend));
+  w.put(c.device.kernel);
   w.put(c.backward);
   w.put(c.check);
   w.put(c.seed);
@@ -61,6 +62,7 @@ RunConfig decode_run(const std::string& bytes) {
   r.get(p.a2a);
   r.get(p.kv_replicate);
   c.backend = static_cast<Backend>(r.get<std::uint8_t>());
+  r.get(c.device.kernel);
   r.get(c.backward);
   r.get(c.check);
   r.get(c.seed);
