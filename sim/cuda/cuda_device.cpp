@@ -231,7 +231,7 @@ AttentionPath CudaDevice::path_for(const AttentionArgs& a, bool backward) const 
     throw UsageError(std::string("--kernel ") + gpu_kernel_name(kernel_) +
                      " runs on the tensor cores, which take bf16 q, k, v (and f32 gradients) with head dim 64 or 128 "
                      "and rows on 16 bytes; this call has head dim " +
-                     std::to_string(a.q.d) + "; use --kernel auto");
+                     std::to_string(a.q.d) + "; " + use({"--kernel auto"}, "leave the kernel choice to the device"));
   return kernel_ == GpuKernel::mma2 ? AttentionPath::mma2 : AttentionPath::mma1;
 }
 
