@@ -105,6 +105,10 @@ void check_output_folder(const std::string& flag, const std::string& dir) {
   if (::access(parent.c_str(), W_OK | X_OK) != 0)
     throw UsageError(what + ": cannot create it in " + parent.string() + " (" + std::strerror(errno) +
                      "); name a folder you can write");
+  // Permissions do not tell everything (root, /proc, a read-only mount): make it once, and leave nothing until the run.
+  if (::mkdir(p.c_str(), 0777) != 0)
+    throw UsageError(what + ": cannot create it (" + std::string(std::strerror(errno)) + "); name a folder you can write");
+  ::rmdir(p.c_str());
 }
 
 void check_distinct(const std::vector<std::pair<std::string, std::string>>& paths) {

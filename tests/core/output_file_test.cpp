@@ -112,3 +112,12 @@ TEST_CASE("two outputs, or an output and an input, naming the same file are refu
                        "--trace and --html name the same file ./run.json; give each its own", UsageError);
   CHECK_THROWS_AS(check_distinct({{"compare", "x/../t.json"}, {"trace", "t.json"}}), UsageError);
 }
+
+TEST_CASE("a folder that permissions allow but the system refuses (/proc) is refused before any work, even as root") {
+  CHECK_THROWS_WITH_AS(check_output_folder("dump", "/proc/cpsim_dump"), doctest::Contains("cannot create it"),
+                       UsageError);
+  // A folder that can be made is checked by making it once: nothing of it is left until the run writes it.
+  Folder dir("probe");
+  CHECK_NOTHROW(check_output_folder("dump", (dir.path / "new").string()));
+  CHECK_FALSE(fs::exists(dir.path / "new"));
+}
