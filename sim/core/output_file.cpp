@@ -106,9 +106,12 @@ void check_output_folder(const std::string& flag, const std::string& dir) {
     throw UsageError(what + ": cannot create it in " + parent.string() + " (" + std::strerror(errno) +
                      "); name a folder you can write");
   // Permissions do not tell everything (root, /proc, a read-only mount): make it once, and leave nothing until the run.
-  if (::mkdir(p.c_str(), 0777) != 0)
+  // Another process of the same job (mpirun) may be probing it at the same moment: EEXIST is theirs.
+  if (::mkdir(p.c_str(), 0777) != 0) {
+    if (errno == EEXIST) return;
     throw UsageError(what + ": cannot create it (" + std::string(std::strerror(errno)) + "); name a folder you can write");
-  ::rmdir(p.c_str());
+  }
+  ::rmdir(p.c_str());  // fails harmlessly when another process has written into it meanwhile
 }
 
 void check_distinct(const std::vector<std::pair<std::string, std::string>>& paths) {
