@@ -111,7 +111,7 @@ constexpr int kMaxReps = 1000;
 std::vector<std::int64_t> parse_list(const std::string& flag, const std::string& text) {
   std::vector<std::int64_t> out;
   std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(static_cast<std::int64_t>(parse_size(flag, item)));
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(parse_size64(flag, item));
   require(!out.empty(), "--" + flag + " needs at least one value", "use --" + flag + " 1K,4K");
   return out;
 }

@@ -94,7 +94,7 @@ AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
   require(a.dtype != DType::bf16, "bf16 needs a GPU device", "use --dtype f32 or f64");
   a.causal = !full;
   a.shape = AttentionShape{.B = B, .Sq = S, .Sk = S, .Nq = N, .Nkv = K, .D = D};
-  if (vm.count("memory-limit")) a.memory_limit = static_cast<std::int64_t>(parse_size("memory-limit", memory_limit));
+  if (vm.count("memory-limit")) a.memory_limit = parse_size64("memory-limit", memory_limit);
   require(!vm.count("memory-limit") || a.memory_limit > 0, "--memory-limit must be at least 1 byte",
           "use --memory-limit 8G");
   return a;

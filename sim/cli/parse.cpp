@@ -97,11 +97,13 @@ bool parse_program(const std::string& program, const po::options_description& de
       std::cout << "usage: " << program << " [options]\n\n" << all << "\n";
       return false;
     }
-    if (vm.count("stray"))
-      throw UsageError("unexpected argument '" + vm["stray"].as<std::vector<std::string>>()[0] + "'; " + program +
-                       (positional ? " takes " + std::to_string(positional->max_total_count()) + " such argument"
-                                   : std::string(" takes options only")) +
-                       " (" + see + ")");
+    if (vm.count("stray")) {
+      const std::string word = vm["stray"].as<std::vector<std::string>>()[0];
+      if (!positional)
+        throw UsageError(program + " takes no positional argument (got '" + word + "'); every input is a flag, " + see);
+      throw UsageError("unexpected argument '" + word + "'; " + program + " takes " +
+                       std::to_string(positional->max_total_count()) + " such argument (" + see + ")");
+    }
     po::notify(vm);
   } catch (const po::invalid_option_value& e) {
     throw UsageError(invalid_value(all, e) + "; " + see);
@@ -137,15 +139,24 @@ std::size_t parse_size(const std::string& flag, const std::string& text) {
       case 'T': shift = 40; break;
     }
   if (shift < 0) throw UsageError(what + " has an unknown suffix; use K, M, G or T (powers of 1024)");
-  constexpr auto kMax = static_cast<unsigned long long>(std::numeric_limits<std::int64_t>::max());
+  constexpr auto kMax = std::numeric_limits<unsigned long long>::max();
+  const std::string too_large = what + " is too large for a size (at most 2^64 - 1); use a number such as 16K or 1M";
   unsigned long long v = 0;
   for (std::size_t i = 0; i < digits; ++i) {
     const unsigned d = static_cast<unsigned>(text[i] - '0');
-    if (v > (kMax - d) / 10) throw UsageError(what + " is too large (at most " + std::to_string(kMax) + ")");
+    if (v > (kMax - d) / 10) throw UsageError(too_large);
     v = v * 10 + d;
   }
-  if (v > (kMax >> shift)) throw UsageError(what + " is too large (at most " + std::to_string(kMax) + " bytes)");
+  if (v > (kMax >> shift)) throw UsageError(too_large);
   return static_cast<std::size_t>(v << shift);
+}
+
+std::int64_t parse_size64(const std::string& flag, const std::string& text) {
+  const std::size_t v = parse_size(flag, text);
+  constexpr auto kMax = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+  if (v > kMax)
+    throw UsageError("--" + flag + " '" + text + "' is too large (at most " + std::to_string(kMax) + ")");
+  return static_cast<std::int64_t>(v);
 }
 
 std::chrono::milliseconds parse_timeout(const std::string& flag, double seconds) {

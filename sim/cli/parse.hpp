@@ -1,7 +1,8 @@
 // Command lines into values, for the cpsim command and the lessons alike: nothing given is silently ignored, and
 // every mistake is one UsageError line that names the flag and what it takes.
 //
-//   a stray argument           "unexpected argument 'extra'; cpsim run takes options only (see `cpsim run --help`)"
+//   a stray argument           "cpsim run takes no positional argument (got 'extra'); every input is a flag, see
+//                              `cpsim run --help`"
 //   an unknown flag            Boost's "unrecognised option '--sequence'", with the help to see
 //   a value out of its type    "--ranks 99999999999 is too large (at most 2147483647)"; "--heads 'x' is not a
 //                              whole number"; "--timeout 1e999 is too large"
@@ -35,8 +36,10 @@ bool parse(const std::string& command, const po::options_description& desc, cons
            po::variables_map& vm, const FlagAliases& aliases = {});
 
 // "64M" -> 67108864: a whole number with an optional K, M, G or T (powers of 1024). UsageError naming the flag for
-// anything else (a sign, a fraction, spaces) and "too large" past 2^63 - 1.
+// anything else (a sign, a fraction, spaces) and "too large for a size" past 2^64 - 1.
 std::size_t parse_size(const std::string& flag, const std::string& text);
+// parse_size for a count held as int64 (a memory limit, a sequence length): "too large" past 2^63 - 1.
+std::int64_t parse_size64(const std::string& flag, const std::string& text);
 
 // Seconds as a wait timeout: finite, at least a millisecond and at most kMaxTimeoutSeconds ("--timeout 1e300 is too
 // large (at most 1000000 s)").

@@ -80,7 +80,7 @@ void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm,
   if (flags & kFlagSeed) c.seed = o.seed;
   if (flags & kFlagTimeout) c.timeout = parse_timeout("timeout", o.timeout_s);
   if ((flags & kFlagMemoryLimit) && vm.count("memory-limit")) {
-    c.memory_limit = static_cast<std::int64_t>(parse_size("memory-limit", o.memory_limit));
+    c.memory_limit = parse_size64("memory-limit", o.memory_limit);
     require(c.memory_limit > 0, "--memory-limit must be at least 1 byte", "use --memory-limit 8G");
   }
   if (flags & kFlagKernel) c.device.kernel = o.kernel;

@@ -122,8 +122,8 @@ TEST_CASE("every output path is checked before the run: missing folder, a file a
 
 TEST_CASE("nothing given is silently ignored: stray arguments, --kv-replicate with nothing to replicate") {
   const std::vector<std::pair<std::string, std::string>> cases{
-      {"run extra", "unexpected argument 'extra'; cpsim run takes options only"},
-      {"layout --seq 16 8", "unexpected argument '8'"},
+      {"run extra", "cpsim run takes no positional argument (got 'extra'); every input is a flag"},
+      {"layout --seq 16 8", "takes no positional argument (got '8')"},
       {"run --kv-replicate --strategy ulysses", "nothing would be replicated; drop --kv-replicate"},
       {"run --kv-replicate --strategy hybrid --kv-heads 2 --heads 4 --a2a 2", "nothing would be replicated"},
       {"bench strategies --backward", "unrecognised option '--backward'"},
