@@ -8,7 +8,9 @@
 
 #include "lessons/common/lesson.hpp"
 #include "sim/core/bytes.hpp"
+#include "sim/core/child_process.hpp"
 #include "sim/kernels/cpu_device.hpp"
+#include "sim/runtime/memory_need.hpp"
 
 namespace cpsim::judge {
 
@@ -81,26 +83,32 @@ std::optional<Failure> no_collectives(const Recorder& rec, const std::string& wh
 
 int run_checks(const std::string& exercise, const std::string& file, const std::vector<NamedCheck>& checks,
                const std::string& success) {
-  std::cout << "Judging " << exercise << ": " << file << "\n";
-  int passed = 0;
-  const int total = static_cast<int>(checks.size());
-  for (const NamedCheck& c : checks) {
-    const std::optional<Failure> f = c.check();
-    if (!f) {
-      std::cout << "  ok    " << c.name << "\n";
-      ++passed;
-      continue;
+  const std::string program = "judge_" + exercise;
+  return lesson::guarded(program.c_str(), [&] {
+    for (const NamedCheck& c : checks)
+      if (c.run) check_memory(*c.run);  // 1.
+    std::cout << "Judging " << exercise << ": " << file << "\n";
+    int passed = 0;
+    const int total = static_cast<int>(checks.size());
+    for (const NamedCheck& c : checks) {
+      tell_parent(c.name);  // 2.
+      const std::optional<Failure> f = c.check();
+      if (!f) {
+        std::cout << "  ok    " << c.name << "\n";
+        ++passed;
+        continue;
+      }
+      std::cout << "  FAIL  " << c.name << "\n"
+                << "        " << f->what << "\n"
+                << "        expected " << f->expected << "\n"
+                << "        actual   " << f->actual << "\n"
+                << lesson::wrap("hint: " + f->hint, 78, "        ") << passed << " of " << total
+                << " checks passed; fix the first failure and judge again.\n";
+      return 1;
     }
-    std::cout << "  FAIL  " << c.name << "\n"
-              << "        " << f->what << "\n"
-              << "        expected " << f->expected << "\n"
-              << "        actual   " << f->actual << "\n"
-              << lesson::wrap("hint: " + f->hint, 78, "        ") << passed << " of " << total
-              << " checks passed; fix the first failure and judge again.\n";
-    return 1;
-  }
-  std::cout << "All " << total << " checks passed: " << success << "\n";
-  return 0;
+    std::cout << "All " << total << " checks passed: " << success << "\n";
+    return 0;
+  });
 }
 
 const CheckRule& rule() {

@@ -66,9 +66,14 @@ using Check = std::function<std::optional<Failure>()>;
 struct NamedCheck {
   std::string name;
   Check check;
+  std::optional<RunConfig> run;  // the run the check makes, when it makes one: its memory is checked first
 };
 
 // Prints "Judging <exercise>: <file>", runs the checks in order and reports; returns the exit code.
+// 1. Every check's run is held against the memory available (sim/runtime/memory_need.hpp) before any runs: a case
+//    too large is refused, exit 2, before it allocates.
+// 2. Before each check, its name goes to `cpsim judge` (tell_parent), which names it when the judge crashes or hangs.
+// 3. An error outside the checks is one line and exit 1 (a UsageError: exit 2), as a lesson's (lesson::guarded).
 int run_checks(const std::string& exercise, const std::string& file, const std::vector<NamedCheck>& checks,
                const std::string& success);
 

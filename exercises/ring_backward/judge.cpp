@@ -135,10 +135,16 @@ std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& r
   return std::nullopt;
 }
 
-std::optional<Failure> judge_case(const Case& c) {
+// The case as a run: its shape, forward and backward, checked against the reference.
+RunConfig case_config(const Case& c) {
   RunConfig cfg = c.config();
   cfg.backward = true;
-  const GlobalTensors in = make_inputs(cfg);
+  cfg.check = true;
+  return cfg;
+}
+
+std::optional<Failure> judge_case(const Case& c) {
+  const GlobalTensors in = make_inputs(case_config(c));
   const Positions all = iota_positions(0, c.S);
   const AttentionShape shape{c.B, c.S, c.S, c.Nq, c.Nkv, c.D};
   const RefForward fwd = reference_forward(in.q, in.k, in.v, shape, all, all, true, c.scale());
@@ -153,7 +159,8 @@ std::optional<Failure> judge_case(const Case& c) {
 
 int main() {
   std::vector<judge::NamedCheck> checks;
-  for (const Case& c : judge::standard_cases()) checks.push_back({c.name(), [c] { return judge_case(c); }});
+  for (const Case& c : judge::standard_cases())
+    checks.push_back({c.name(), [c] { return judge_case(c); }, case_config(c)});
   return judge::run_checks("ring_backward", CPSIM_JUDGED_FILE, checks,
                            "ring attention backward, dK/dV home in C-1 hops.");
 }

@@ -11,6 +11,7 @@
 #include "lessons/common/lesson.hpp"
 #include "sim/core/bytes.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/runtime/stepper.hpp"
 #include "sim/strategies/heads_exchange.hpp"
@@ -100,6 +101,7 @@ void show_refusal(Problem p, int C) {
   p.ranks = C;
   p.seq = 2 * C;  // the smallest sequence the layout accepts, so that only the heads can object
   try {
+    const QuotingCpsimRun as_cpsim_run;  // the refusal as cpsim run words it
     validate(p, StrategyKind::ulysses);
     lesson::expect(false, "ulysses refuses C=" + std::to_string(C));
   } catch (const UsageError& e) {

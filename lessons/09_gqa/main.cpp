@@ -8,6 +8,7 @@
 
 #include "lessons/common/lesson.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
 
 using namespace cpsim;
 
@@ -68,6 +69,7 @@ int run_lesson(int argc, char** argv) {
   try {
     Problem bad = p;
     bad.ranks = 16;
+    const QuotingCpsimRun as_cpsim_run;  // the refusal as cpsim run words it
     validate(bad, StrategyKind::ulysses);
     lesson::expect(false, "ulysses refuses 16 ranks for 8 KV heads");
   } catch (const UsageError& e) {

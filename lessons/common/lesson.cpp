@@ -12,6 +12,7 @@
 #include "lessons/common/terminal.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/runtime/mpi_runs.hpp"
 #include "sim/runtime/report.hpp"
 #include "sim/runtime/stepper.hpp"
@@ -22,25 +23,15 @@ namespace cpsim::lesson {
 namespace po = boost::program_options;
 
 bool parse_options(int argc, char** argv, const std::string& title, unsigned flags, Options& o) {
-  const unsigned shape = flags & cli::kAllProblemFlags;
+  const unsigned shape = (flags & cli::kAllProblemFlags) | cli::kFlagMemoryLimit;
   cli::ProblemOptions values = cli::problem_options(o.config);
   po::options_description desc(title);
   cli::add_problem_options(desc, values, shape);
   if (flags & kStep)
     desc.add_options()("step", "pause at every STEP and run step (any key: next, q: stop); not without a terminal")(
         "trace", po::value(&o.trace_file), "write each run's trace (Chrome trace JSON) to this file");
-  desc.add_options()("help,h", "show this help");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    if (vm.count("help")) {
-      std::cout << "usage: " << argv[0] << " [options]\n\n" << desc << "\n";
-      return false;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string(e.what()) + "; see " + argv[0] + " --help");
-  }
+  if (!cli::parse_program(argv[0], desc, std::vector<std::string>(argv + 1, argv + argc), vm)) return false;
   cli::apply_problem_options(values, vm, shape, o.config);
   if (o.config.backend == Backend::mpi && launcher_rank() >= 0) {
     // Under mpirun rank 0 tells the lesson; the other processes only take part in its runs (mpi_runs.hpp).
@@ -58,7 +49,8 @@ bool parse_options(int argc, char** argv, const std::string& title, unsigned fla
 
 int guarded(const char* lesson, const std::function<int()>& body) {
   try {
-    return body();
+    const int rc = body();
+    return flush_stdout(lesson) || rc != 0 ? rc : 1;  // a transcript that could not be written fails
   } catch (const UsageError& e) {
     std::cout.flush();
     std::cerr << lesson << ": error: " << e.what() << "\n";

@@ -41,7 +41,8 @@ struct Options {
 // Prints --help and returns false when asked for help. Throws UsageError for bad input.
 bool parse_options(int argc, char** argv, const std::string& title, unsigned flags, Options& o);
 
-// Runs body; UsageError becomes one line on stderr and exit 2, any other error one line and exit 1.
+// Runs body; UsageError becomes one line on stderr and exit 2, any other error one line and exit 1, and so does a
+// transcript that could not be written to stdout (a full disk).
 int guarded(const char* lesson, const std::function<int()>& body);
 
 // Narration.

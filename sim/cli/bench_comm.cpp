@@ -31,8 +31,11 @@
 #include "sim/cli/cli.hpp"
 #include "sim/comm/launcher.hpp"
 #include "sim/core/bytes.hpp"
+#include "sim/core/error.hpp"
 #include "sim/core/host_arena.hpp"
+#include "sim/core/host_memory.hpp"
 #include "sim/core/json.hpp"
+#include "sim/core/sizes.hpp"
 
 namespace cpsim::cli {
 namespace {
@@ -292,8 +295,9 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
       SideRow row{kOps[k], sizes[i], chunk_count(kOps[k], sizes[i], ranks) * 4, {}, {}, {}};
       for (std::size_t b = 0; b < backends.size(); ++b) {
         const Cell& c = cells[k][b][i];
-        (backends[b] == Backend::threads ? row.threads : backends[b] == Backend::processes ? row.processes : row.mpi) =
-            c.busbw;
+        (backends[b] == Backend::threads     ? row.threads
+         : backends[b] == Backend::processes ? row.processes
+                                             : row.mpi) = c.busbw;
         if (kOps[k] == Op::sendrecv && sizes[i] == 1024 && backends[b] != Backend::mpi)
           latency[backends[b] == Backend::threads ? 0 : 1] = c.us;
       }
@@ -332,8 +336,8 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
     }
     for (int t = 0; t < 2; ++t) {
       if (!listed[t] || !lat[t].us) continue;
-      j.begin_object().key("goal").value(std::string(t == 0 ? "threads" : "processes") + " sendrecv 1K <= " +
-                                         std::to_string(static_cast<int>(lat[t].goal_us)) + " us");
+      j.begin_object().key("goal").value(std::string(t == 0 ? "threads" : "processes") +
+                                         " sendrecv 1K <= " + std::to_string(static_cast<int>(lat[t].goal_us)) + " us");
       j.key("us").value(*lat[t].us).key("met").value(lat[t].met()).end_object();
     }
     j.end_array().end_object();
@@ -407,7 +411,19 @@ int bench_comm(const std::vector<std::string>& args) {
     form = collectives == "ring" ? CollectiveAlgorithm::ring : CollectiveAlgorithm::direct;
   }
   std::vector<std::size_t> sizes;
-  for (std::size_t s = lo; s <= hi; s *= step) sizes.push_back(s);
+  for (std::size_t s = lo;; s *= static_cast<std::size_t>(step)) {
+    sizes.push_back(s);
+    if (s > hi / static_cast<std::size_t>(step)) break;  // the next size would pass --maxbytes (or wrap)
+  }
+  if (sizes.back() > hi) sizes.pop_back();
+  // Each rank holds a send and a receive buffer of the largest size (sweep above): refused before they are made.
+  const HostMemory mem = host_memory();
+  const double need = 2.0 * static_cast<double>(sizes.back()) * ranks;
+  require(need <= static_cast<double>(mem.machine.bytes),
+          "bench comm holds a send and a receive buffer of " + format_bytes(static_cast<double>(sizes.back())) +
+              " on each of " + std::to_string(ranks) + " ranks (" + format_bytes(need) + "), more than the " +
+              format_bytes(static_cast<double>(mem.machine.bytes)) + " available (" + mem.machine.source + ")",
+          "use a smaller --maxbytes");
   if (side) return side_by_side(backend, ranks, sizes, step, vm.count("json") > 0, form);
 
   LaunchOptions opt;
@@ -475,8 +491,8 @@ int bench_comm(const std::vector<std::string>& args) {
     return 0;
   }
 
-  std::printf("# cpsim bench comm: backend %s, %d ranks; sizes %s..%s x%d\n", backend.c_str(), ranks,
-              human(lo).c_str(), human(hi).c_str(), step);
+  std::printf("# cpsim bench comm: backend %s, %d ranks; sizes %s..%s x%d\n", backend.c_str(), ranks, human(lo).c_str(),
+              human(hi).c_str(), step);
   std::printf("# memcpy: one thread, one chunk between two warm buffers of its size, best of 7 runs, same run\n");
   if (form)
     std::printf("# collectives: %s (imposed by --collectives)\n", form_name.c_str());

@@ -17,6 +17,7 @@
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/single_run.hpp"
 #include "sim/runtime/inputs.hpp"
+#include "sim/runtime/memory_need.hpp"
 #include "sim/runtime/report.hpp"
 #include "sim/runtime/trace.hpp"
 
@@ -105,10 +106,12 @@ double recorder_call_ns(bool tracing) {
   return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / (events * recorders);
 }
 
+constexpr int kMaxReps = 1000;
+
 std::vector<std::int64_t> parse_list(const std::string& flag, const std::string& text) {
   std::vector<std::int64_t> out;
   std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(static_cast<std::int64_t>(parse_size(flag, item)));
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(parse_size64(flag, item));
   require(!out.empty(), "--" + flag + " needs at least one value", "use --" + flag + " 1K,4K");
   return out;
 }
@@ -121,36 +124,71 @@ int bench_strategies(const std::vector<std::string>& args) {
   o.dtype = "f32";
   std::string seqs = "1K,4K,16K", strategies = "all_gather,ulysses,ring,hybrid";
   int reps = 2;
-  add_problem_options(desc, o);
+  // Every flag of the table but those this benchmark sets itself: --strategies and --seqs sweep, and every run is
+  // forward and backward.
+  add_problem_options(desc, o, kAllProblemFlags & ~(kFlagStrategy | kFlagSeq | kFlagBackward));
   desc.add_options()("seqs", po::value(&seqs)->default_value(seqs), "sequence lengths to sweep (K = 1024)")(
       "strategies", po::value(&strategies)->default_value(strategies), "comma-separated strategies")(
       "reps", po::value(&reps)->default_value(reps),
       "timed runs per point after one untimed warm-up run; the best is reported")("json", "print one JSON object")(
       "trace", "also measure what recording a trace costs: each run untraced and traced, best of 3 each");
   po::variables_map vm;
-  if (!parse("bench strategies", desc, args, vm)) return 0;
+  if (!parse("bench strategies", desc, args, vm, {{"seq", "seqs"}, {"strategy", "strategies"}})) return 0;
   // Under mpirun (--backend mpi) rank 0 reports; the job's other processes print nothing.
   const bool reporting = launcher_rank() <= 0;
   if (!reporting && std::freopen("/dev/null", "w", stdout) == nullptr) throw Error("cannot silence stdout");
   std::ostream null_stream(nullptr);
   std::ostream& progress = reporting ? std::cerr : null_stream;
   const auto seq_list = parse_list("seqs", seqs);
-  require(reps >= 1, "--reps must be at least 1 (got " + std::to_string(reps) + ")", "use --reps 2");
+  require(reps >= 1 && reps <= kMaxReps,
+          "--reps must be 1 to " + std::to_string(kMaxReps) + " (got " + std::to_string(reps) + ")", "use --reps 2");
   std::vector<StrategyKind> kinds;
   {
     std::stringstream ss(strategies);
     for (std::string s; std::getline(ss, s, ',');) kinds.push_back(parse_strategy(s));
   }
-  // Validate every configuration before measuring anything.
+  require(!kinds.empty(), "--strategies lists no strategy", "use --strategies ring,ulysses");
+  auto listed = [&](std::initializer_list<StrategyKind> ks) {
+    for (StrategyKind k : kinds)
+      for (StrategyKind want : ks) if (k == want) return true;
+    return false;
+  };
+  require(o.a2a == 0 || listed({StrategyKind::hybrid}),
+          "--a2a sets the hybrid's A2A group size, and --strategies has no hybrid", "add hybrid or drop --a2a");
+  require(!vm.count("kv-replicate") || listed({StrategyKind::ulysses, StrategyKind::hybrid}),
+          "--kv-replicate copies KV heads in the all-to-all strategies, and --strategies lists neither ulysses nor "
+          "hybrid",
+          "add one of them or drop --kv-replicate");
+  // Validate every configuration, and that the memory holds it, before measuring anything. --a2a is the hybrid's,
+  // --kv-replicate goes to the runs whose A2A group cannot split the KV heads (at least one must need it).
   std::vector<RunConfig> configs;
+  bool replicated = false;
   for (auto S : seq_list)
     for (StrategyKind k : kinds) {
       ProblemOptions x = o;
       x.seq = S;
       x.strategy = std::string(strategy_name(k));
-      configs.push_back(to_run_config(x, vm));
-      configs.back().backward = true;
+      if (k != StrategyKind::hybrid) x.a2a = 0;
+      RunConfig c;
+      apply_problem_options(x, vm, kAllProblemFlags, c);
+      c.problem.kv_replicate = c.problem.kv_replicate && (k == StrategyKind::ulysses || k == StrategyKind::hybrid) &&
+                               c.problem.kv_heads % c.problem.a2a_size(k) != 0;
+      replicated = replicated || c.problem.kv_replicate;
+      c.backward = true;
+      validate(c.problem, c.strategy);
+      check_memory(c);
+      const Problem& p = c.problem;
+      check_single_device_memory({p.batch, p.seq, p.seq, p.heads, p.kv_heads, p.head_dim}, p.dtype, true, false,
+                                 c.memory_limit);
+      configs.push_back(c);
     }
+  if (vm.count("kv-replicate") && !replicated) {
+    RunConfig c = configs[0];
+    c.strategy = listed({StrategyKind::ulysses}) ? StrategyKind::ulysses : StrategyKind::hybrid;
+    c.problem.a2a = c.strategy == StrategyKind::hybrid ? o.a2a : 0;
+    c.problem.kv_replicate = true;
+    check_kv_replicate(c);  // names why no run here needs it
+  }
   const bool json = vm.count("json") > 0, trace = vm.count("trace") > 0;
   JsonWriter j;
   j.begin_object().key("config").begin_object().key("ranks").value(o.ranks).key("batch").value(o.batch);

@@ -6,15 +6,15 @@
 // A command receives its own arguments (argv[0] is "cpsim layout"). It throws UsageError for bad input
 // (main prints one line on stderr and exits 2, nothing else written) and Error for failures (exit 1).
 #pragma once
-#include <boost/program_options.hpp>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "sim/cli/parse.hpp"  // parse, parse_size, parse_timeout
+
 namespace cpsim::cli {
 
-namespace po = boost::program_options;
 using CommandFn = std::function<int(const std::vector<std::string>& args)>;
 
 struct CommandInfo {
@@ -36,17 +36,12 @@ struct Register {
 #define CPSIM_BENCH(name, summary, fn) \
   static ::cpsim::cli::Register cpsim_bench_##name(::cpsim::cli::benches(), #name, summary, fn)
 
-// Parses args against desc. Boost's errors become UsageError("<what>; see `cpsim <cmd> --help`").
-// Returns false when --help was asked for (the help text is already printed to stdout).
-bool parse(const std::string& command, const po::options_description& desc, const std::vector<std::string>& args,
-           po::variables_map& vm);
-
-// "64M" -> 67108864; accepts K, M, G (powers of 1024) and plain integers. Throws UsageError naming the flag.
-std::size_t parse_size(const std::string& flag, const std::string& text);
-
-// An output file (--trace, --html) must land in an existing folder: checked before any work starts, so a bad path
-// costs one line and exit code 2, not a lost run. Empty path: nothing to check.
+// Output paths are checked before any work starts, so a bad path costs one line and exit code 2, not a lost run:
+// check_output: --flag PATH will be a file (sim/core/output_file.hpp: an existing, writable folder; not a folder
+// itself); check_output_dir: --flag DIR will be a folder holding `files`. No two paths named by this command's
+// outputs and inputs (read_input) may be the same file. Empty path: nothing to check.
 void check_output(const std::string& flag, const std::string& path);
+void check_output_dir(const std::string& flag, const std::string& dir, const std::vector<std::string>& files);
 
 // The whole text of an input file named by --flag; UsageError "--flag PATH cannot be read; <fix>" otherwise.
 std::string read_input(const std::string& flag, const std::string& path, const std::string& fix);

@@ -11,7 +11,9 @@
 #include "sim/kernels/check.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/single_run.hpp"
+#include "sim/core/sizes.hpp"
 #include "sim/runtime/inputs.hpp"
+#include "sim/runtime/memory_need.hpp"
 
 namespace cpsim::cli {
 namespace {
@@ -22,20 +24,28 @@ struct AttentionArgs {
   bool causal = true, check = false, json = false;
   std::uint64_t seed = 0;
   int tile = CpuDevice::kDefaultTile;
+  std::int64_t memory_limit = 0;  // --memory-limit; 0: what the machine has left
 };
 
+// The divisors of n, ascending (up to 12 of them; n may be as large as an int64).
 std::string divisors_of(std::int64_t n) {
+  std::vector<std::int64_t> low, high;
+  for (std::int64_t d = 1; d <= n / d; ++d)
+    if (n % d == 0) {
+      low.push_back(d);
+      if (d != n / d) high.insert(high.begin(), n / d);
+    }
+  low.insert(low.end(), high.begin(), high.end());
   std::string s;
-  for (std::int64_t d = 1; d <= n; ++d)
-    if (n % d == 0) s += (s.empty() ? "" : ", ") + std::to_string(d);
-  return s;
+  for (std::size_t i = 0; i < low.size() && i < 12; ++i) s += (s.empty() ? "" : ", ") + std::to_string(low[i]);
+  return low.size() > 12 ? s + ", ..." : s;
 }
 
 // Throws UsageError naming the constraint and a fix for every impossible flag.
 AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
   po::options_description desc("cpsim attention options");
   std::int64_t B = 1, S = 512, N = 8, K = 0, D = 64;
-  std::string dtype = "f32";
+  std::string dtype = "f32", memory_limit;
   bool causal = false, full = false;
   AttentionArgs a;
   desc.add_options()                                                                                       //
@@ -50,7 +60,9 @@ AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
       ("check", po::bool_switch(&a.check), "compare with the f64 reference; exit 1 when a tensor is off")  //
       ("json", po::bool_switch(&a.json), "print one JSON object")                                          //
       ("seed", po::value(&a.seed)->default_value(0), "seed of the normal inputs")                          //
-      ("tile", po::value(&a.tile)->default_value(CpuDevice::kDefaultTile), "rows per query and key tile");
+      ("tile", po::value(&a.tile)->default_value(CpuDevice::kDefaultTile), "rows per query and key tile")  //
+      ("memory-limit", po::value(&memory_limit)->value_name("BYTES"),
+       "the most memory the attention may hold (K, M, G, T); default: what this machine has left");
   po::variables_map vm;
   help = !parse("attention", desc, args, vm);
   if (help) return a;
@@ -60,19 +72,31 @@ AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
   require(N >= 1, "there must be at least one query head (got --heads " + std::to_string(N) + ")", "use --heads 8");
   require(K >= 1, "there must be at least one kv head (got --kv-heads " + std::to_string(K) + ")",
           "use --kv-heads " + std::to_string(N));
-  require(N % K == 0,
-          "grouped-query attention needs the query heads to be a multiple of the kv heads (Nq=" + std::to_string(N) +
-              ", Nkv=" + std::to_string(K) + ")",
-          "use --kv-heads one of " + divisors_of(N));
+  // Every tensor within what one process can address (no product of extents may wrap); the whole is checked against
+  // the memory before anything is made (cmd_attention).
+  tensor_bytes("q", {{"B", B, "batch"}, {"S", S, "seq"}, {"Nq", N, "heads"}, {"D", D, "head-dim"}}, sizeof(double),
+               "doubles");
+  tensor_bytes("k", {{"B", B, "batch"}, {"S", S, "seq"}, {"Nkv", K, "kv-heads"}, {"D", D, "head-dim"}},
+               sizeof(double), "doubles");
+  if (N % K != 0)
+    require(false,
+            "grouped-query attention needs the query heads to be a multiple of the kv heads (Nq=" + std::to_string(N) +
+                ", Nkv=" + std::to_string(K) + ")",
+            "use --kv-heads one of " + divisors_of(N));
   require(D >= 1, "the head dimension must be at least 1 (got --head-dim " + std::to_string(D) + ")",
           "use --head-dim 64");
   require(!(causal && full), "--causal and --full exclude each other", "give one of them");
-  require(a.tile >= 1, "the tile must hold at least one row (got --tile " + std::to_string(a.tile) + ")",
+  require(a.tile >= 1 && a.tile <= CpuDevice::kMaxTile,
+          "the tile holds 1 to " + std::to_string(CpuDevice::kMaxTile) +
+              " rows, its scores a tile x tile block (got --tile " + std::to_string(a.tile) + ")",
           "use --tile " + std::to_string(CpuDevice::kDefaultTile));
   a.dtype = parse_dtype(dtype);
   require(a.dtype != DType::bf16, "bf16 needs a GPU device", "use --dtype f32 or f64");
   a.causal = !full;
   a.shape = AttentionShape{.B = B, .Sq = S, .Sk = S, .Nq = N, .Nkv = K, .D = D};
+  if (vm.count("memory-limit")) a.memory_limit = parse_size64("memory-limit", memory_limit);
+  require(!vm.count("memory-limit") || a.memory_limit > 0, "--memory-limit must be at least 1 byte",
+          "use --memory-limit 8G");
   return a;
 }
 
@@ -144,6 +168,7 @@ int cmd_attention(const std::vector<std::string>& args) {
   bool help = false;
   const AttentionArgs a = parse_args(args, help);
   if (help) return 0;
+  check_single_device_memory(a.shape, a.dtype, true, a.check, a.memory_limit);  // before anything large is made
   const AttentionProblem p = attention_problem(a.shape, a.causal, a.dtype, a.seed);
   Recorder rec;
   CpuDevice dev(rec, a.tile);

@@ -18,6 +18,13 @@
 namespace cpsim::cli {
 namespace {
 
+// The files --dump writes: q, k, v, out, lse, and for a backward dout, dq, dk, dv (each complete or absent).
+std::vector<std::string> dump_files(bool backward) {
+  std::vector<std::string> files{"q.npy", "k.npy", "v.npy", "out.npy", "lse.npy"};
+  if (backward) files.insert(files.end(), {"dout.npy", "dq.npy", "dk.npy", "dv.npy"});
+  return files;
+}
+
 // The benchmark to inline (--bench-json FILE, for --html): the file's text, refused unless it is the output of
 // `cpsim bench strategies --json` (one JSON object with its "config" and "results").
 std::string read_bench_json(const std::string& path) {
@@ -39,7 +46,9 @@ std::string read_bench_json(const std::string& path) {
 
 void dump(const std::string& dir, const RunResult& r) {
   const Problem& p = r.config.problem;
-  std::filesystem::create_directories(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("cannot create the folder " + dir + ": " + ec.message());
   const std::vector<std::int64_t> qs{p.batch, p.seq, p.heads, p.head_dim}, ks{p.batch, p.seq, p.kv_heads, p.head_dim};
   const GlobalTensors& t = r.tensors;
   write_npy(dir + "/q.npy", t.q, qs);
@@ -79,9 +88,9 @@ int cmd_run(const std::vector<std::string>& args) {
   RunConfig cfg = to_run_config(opts, vm);
   cfg.check = vm.count("check") > 0;
   cfg.keep_inputs = !dump_dir.empty();
-  if (!dump_dir.empty() && std::filesystem::exists(dump_dir) && !std::filesystem::is_directory(dump_dir))
-    throw UsageError("--dump " + dump_dir + " exists and is not a folder; name a new or existing folder");
 
+  // Every output path, and that no two outputs or inputs are the same file, before the run.
+  check_output_dir("dump", dump_dir, dump_files(cfg.backward));
   check_output("trace", trace_path);
   check_output("html", html_path);
   if (!bench_path.empty() && html_path.empty()) throw UsageError("--bench-json goes into the page; add --html FILE");

@@ -6,6 +6,7 @@
 #include "sim/cli/cli.hpp"
 #include "sim/comm/launcher.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace {
 
@@ -22,12 +23,17 @@ int bench(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: cpsim bench <name> [options]\n\nbenchmarks:\n";
     for (const auto& [name, info] : table) std::cout << "  " << name << std::string(12 - std::min<std::size_t>(11, name.size()), ' ') << info.summary << "\n";
-    return args.empty() ? 2 : 0;
+    if (args.empty()) throw cpsim::UsageError("name the benchmark to run (listed above); see `cpsim bench --help`");
+    return 0;
   }
   auto it = table.find(args[0]);
   if (it == table.end()) throw cpsim::UsageError("unknown benchmark '" + args[0] + "'; see `cpsim bench --help`");
   return it->second.fn(std::vector<std::string>(args.begin() + 1, args.end()));
 }
+
+// The command's exit code, once its output is on its way: a write to standard output that failed (a full disk,
+// /dev/full) is one line on stderr and exit 1, never a silent success.
+int finished(int rc) { return cpsim::flush_stdout("cpsim") || rc != 0 ? rc : 1; }
 
 }  // namespace
 
@@ -35,21 +41,24 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-      usage(args.empty() ? std::cerr : std::cout);
-      return args.empty() ? 2 : 0;
+      usage(std::cout);
+      if (args.empty()) throw cpsim::UsageError("name the command to run (listed above); see `cpsim --help`");
+      return finished(0);
     }
     const std::string name = args[0];
     std::vector<std::string> rest(args.begin() + 1, args.end());
-    if (name == "bench") return bench(rest);
+    if (name == "bench") return finished(bench(rest));
     const auto& table = cpsim::cli::commands();
     auto it = table.find(name);
     if (it == table.end()) throw cpsim::UsageError("unknown command '" + name + "'; see `cpsim --help`");
-    return it->second.fn(rest);
+    return finished(it->second.fn(rest));
   } catch (const cpsim::UsageError& e) {
+    cpsim::flush_stdout("cpsim");
     // Under mpirun every rank parses the same command line and finds the same error: rank 0 says it.
     if (cpsim::launcher_rank() <= 0) std::cerr << "cpsim: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
+    cpsim::flush_stdout("cpsim");
     std::cerr << "cpsim: " << e.what() << "\n";
     return 1;
   }

@@ -21,7 +21,8 @@ enum ProblemFlag : unsigned {
   kFlagSeed = 1u << 14,        // --seed
   kFlagTimeout = 1u << 15,     // --timeout
   kFlagKernel = 1u << 16,      // --kernel
-  kAllProblemFlags = (1u << 17) - 1,
+  kFlagMemoryLimit = 1u << 17, // --memory-limit
+  kAllProblemFlags = (1u << 18) - 1,
 };
 
 }  // namespace cpsim::cli

@@ -30,6 +30,11 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
   add_switch(kFlagBackward, "backward", "run the backward pass too");
   add(kFlagSeed, "seed", &o.seed, "seed of the inputs");
   add(kFlagTimeout, "timeout", &o.timeout_s, "seconds any rank may wait before a deadlock is reported");
+  if (flags & kFlagMemoryLimit)
+    desc.add_options()("memory-limit", po::value(&o.memory_limit)->value_name("BYTES"),
+                       "the most memory the run may hold (K, M, G, T: powers of 1024); a run that needs more is "
+                       "refused before it starts (default: what this machine has left: MemAvailable, the cgroup "
+                       "limit, ulimit -v)");
 }
 
 ProblemOptions problem_options(const RunConfig& c) {
@@ -48,6 +53,7 @@ ProblemOptions problem_options(const RunConfig& c) {
   o.head_dim = p.head_dim;
   o.seed = c.seed;
   o.timeout_s = static_cast<double>(c.timeout.count()) / 1000;
+  if (c.memory_limit > 0) o.memory_limit = std::to_string(c.memory_limit);
   o.kernel = c.device.kernel;
   return o;
 }
@@ -72,17 +78,29 @@ void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm,
   if (flags & kFlagBackend) c.backend = parse_backend(o.backend);
   if (flags & kFlagBackward) c.backward = vm.count("backward") > 0;
   if (flags & kFlagSeed) c.seed = o.seed;
-  if (flags & kFlagTimeout) {
-    require(o.timeout_s > 0, "--timeout must be positive", "use --timeout 120");
-    c.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
+  if (flags & kFlagTimeout) c.timeout = parse_timeout("timeout", o.timeout_s);
+  if ((flags & kFlagMemoryLimit) && vm.count("memory-limit")) {
+    c.memory_limit = parse_size64("memory-limit", o.memory_limit);
+    require(c.memory_limit > 0, "--memory-limit must be at least 1 byte", "use --memory-limit 8G");
   }
   if (flags & kFlagKernel) c.device.kernel = o.kernel;
+}
+
+void check_kv_replicate(const RunConfig& c) {
+  const Problem& p = c.problem;
+  if (!p.kv_replicate || p.replicates_kv(c.strategy)) return;
+  const std::string A = std::to_string(p.a2a_size(c.strategy)), Nkv = std::to_string(p.kv_heads);
+  require(false,
+          "--kv-replicate copies KV heads when the A2A group of A=" + A + " ranks cannot split the Nkv=" + Nkv +
+              " KV heads, but here it can (each rank gets Nkv/A of them): nothing would be replicated",
+          "drop --kv-replicate");
 }
 
 RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm) {
   RunConfig c;
   apply_problem_options(o, vm, kAllProblemFlags, c);
   check_config(c);
+  check_kv_replicate(c);
   return c;
 }
 

@@ -19,6 +19,7 @@ struct ProblemOptions {
   std::int64_t batch = 1, seq = 64, heads = 4, kv_heads = 0, head_dim = 16;
   std::uint64_t seed = 1;
   double timeout_s = 120;
+  std::string memory_limit;  // --memory-limit BYTES (K, M, G, T suffixes); empty: what the machine has left
 };
 
 // The flags in `flags`, each with its value in o as the default shown and parsed into o.
@@ -28,11 +29,13 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
 ProblemOptions problem_options(const RunConfig& config);
 
 // Writes the values of the flags in `flags` into config; the other fields keep their values. UsageError for a value
-// no configuration can hold (an unknown name, a negative --a2a, a timeout <= 0); shapes are validated by the run.
+// no configuration can hold (an unknown name, a negative --a2a, a timeout out of range, a memory limit that is not a
+// size); shapes are validated by the run.
 void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm, unsigned flags, RunConfig& config);
 
 // Every flag applied to a fresh configuration, then validated as run() validates it (check_config: UsageError for
-// impossible combinations).
+// impossible combinations), and --kv-replicate refused where nothing needs replicating (check_kv_replicate).
 RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm);
+void check_kv_replicate(const RunConfig& c);
 
 }  // namespace cpsim::cli

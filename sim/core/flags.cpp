@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <optional>
+#include <utility>
 
 namespace cpsim {
 namespace {
@@ -36,6 +37,9 @@ std::optional<std::string> renamed(const std::string& phrase) {
 void offer_flags(std::map<std::string, std::string> names) { offered() = std::move(names); }
 
 void offer_all_flags() { offered().reset(); }
+
+QuotingCpsimRun::QuotingCpsimRun() : saved_(std::exchange(offered(), std::nullopt)) {}
+QuotingCpsimRun::~QuotingCpsimRun() { offered() = std::move(saved_); }
 
 std::string flag(const std::string& name) {
   const auto& names = offered();

@@ -11,6 +11,7 @@
 // Set once by the parser, before any rank starts; read-only afterwards.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,19 @@ namespace cpsim {
 void offer_flags(std::map<std::string, std::string> names);
 // Back to "every flag, under its own name".
 void offer_all_flags();
+
+// While it lives, fixes are spelled as `cpsim run` spells them: for a program that quotes what cpsim says (a lesson
+// showing a refusal "as cpsim says it"), not for its own errors. The program's flags come back at the end.
+class QuotingCpsimRun {
+ public:
+  QuotingCpsimRun();
+  ~QuotingCpsimRun();
+  QuotingCpsimRun(const QuotingCpsimRun&) = delete;
+  QuotingCpsimRun& operator=(const QuotingCpsimRun&) = delete;
+
+ private:
+  std::optional<std::map<std::string, std::string>> saved_;
+};
 
 // "--seq" (or the program's name for it), or "" when the program has no such flag.
 std::string flag(const std::string& name);

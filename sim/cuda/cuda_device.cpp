@@ -8,6 +8,7 @@
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/tile_counts.hpp"
 #include "sim/kernels/view_checks.hpp"
+#include "sim/core/flags.hpp"
 
 namespace cpsim::cuda {
 namespace {
@@ -92,7 +93,7 @@ CudaDevice::~CudaDevice() {
 Buffer CudaDevice::alloc(Dims dims, DType dtype, Layout layout, const std::string& name) {
   require(dtype == DType::f32 || dtype == DType::bf16,
           "the CUDA device holds bf16 and f32 buffers (got " + std::string(dtype_name(dtype)) + " for '" + name + "')",
-          "use --dtype bf16 or f32");
+          use_value("dtype", {"bf16", "f32"}));
   if (layout == Layout::bns && dtype == DType::bf16) dtype = DType::f32;  // log-sum-exp stays f32 (see the header)
   if (dims.b < 0 || dims.s < 0 || dims.n < 0 || dims.d < 1 || (layout == Layout::bns && dims.d != 1))
     throw Error("alloc '" + name + "': impossible dims " + to_string(dims, layout));
@@ -176,12 +177,12 @@ AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View
   check_ascending(k_pos, "key positions");
   const DType t = q.buf.dtype();
   require(t == DType::f32 || t == DType::bf16, "the CUDA device computes attention on bf16 or f32 inputs",
-          "use --dtype bf16 or f32");
+          use_value("dtype", {"bf16", "f32"}));
   check_types({&q, &k, &v, &out}, t, "attention");
   check_types({&lse}, DType::f32, "attention (the log-sum-exp)");
   if (q.d() > kSimtMaxHeadDim)
     throw UsageError("the CUDA kernels take head dims up to " + std::to_string(kSimtMaxHeadDim) + " (got " +
-                     std::to_string(q.d()) + "); use --head-dim 128");
+                     std::to_string(q.d()) + "); " + use({"--head-dim 128"}, "use a head dim of 128 or less"));
   // Positions: q then k, through the next pinned staging slot, once the copy that last read it is done. The device
   // copy is one buffer: the stream runs this call's copy after the previous call's kernels.
   const std::size_t n = q_pos.size() + k_pos.size();
@@ -230,7 +231,7 @@ AttentionPath CudaDevice::path_for(const AttentionArgs& a, bool backward) const 
     throw UsageError(std::string("--kernel ") + gpu_kernel_name(kernel_) +
                      " runs on the tensor cores, which take bf16 q, k, v (and f32 gradients) with head dim 64 or 128 "
                      "and rows on 16 bytes; this call has head dim " +
-                     std::to_string(a.q.d) + "; use --kernel auto");
+                     std::to_string(a.q.d) + "; " + use({"--kernel auto"}, "leave the kernel choice to the device"));
   return kernel_ == GpuKernel::mma2 ? AttentionPath::mma2 : AttentionPath::mma1;
 }
 

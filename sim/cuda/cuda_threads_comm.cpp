@@ -17,6 +17,7 @@
 #include "sim/cuda/launchers.hpp"
 #include "sim/cuda/probe.hpp"
 #include "sim/cuda/rank_gpu.hpp"
+#include "sim/core/flags.hpp"
 
 namespace cpsim::cuda {
 namespace {
@@ -262,7 +263,7 @@ namespace cpsim {
 
 std::vector<RankOutcome> launch_cuda_threads(const LaunchOptions& opt, const RankFn& fn) {
   require(opt.ranks >= 1, "the number of ranks must be at least 1 (got " + std::to_string(opt.ranks) + ")",
-          "use --ranks 1 or more");
+          use({"--ranks 1 or more"}));
   const GpuProbe probe = probe_gpus();
   if (!probe.problem.empty()) throw Error("--backend cuda-threads: " + probe.problem);
   const int c = opt.ranks;

@@ -33,6 +33,7 @@
 #include "sim/cuda/nccl_comm.hpp"
 #include "sim/cuda/nccl_env.hpp"
 #include "sim/cuda/probe.hpp"
+#include "sim/core/flags.hpp"
 
 namespace cpsim {
 namespace {
@@ -70,8 +71,9 @@ void require_gpus(int ranks) {
   cuda::check(cudaGetDeviceCount(&n), "counting GPUs");
   if (n < ranks)
     throw UsageError("--backend nccl runs one rank per GPU: " + std::to_string(ranks) + " ranks need " +
-                     std::to_string(ranks) + " GPUs, but " + std::to_string(n) + " are visible; use --ranks " +
-                     std::to_string(n) + " or fewer, or --backend cuda-threads (every rank on one GPU)");
+                     std::to_string(ranks) + " GPUs, but " + std::to_string(n) + " are visible; " +
+                     use({"--ranks " + std::to_string(n) + " or fewer",
+                          "--backend cuda-threads (every rank on one GPU)"}));
 }
 
 // The body of rank r. Never returns.
@@ -160,8 +162,8 @@ std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& f
   require(static_cast<int>(probe.gpus.size()) >= c,
           "--backend nccl runs one rank per GPU: " + std::to_string(c) + " ranks need " + std::to_string(c) +
               " GPUs, but " + std::to_string(probe.gpus.size()) + " are visible",
-          "use --ranks " + std::to_string(probe.gpus.size()) +
-              " or fewer, or --backend cuda-threads (every rank on one GPU)");
+          use({"--ranks " + std::to_string(probe.gpus.size()) + " or fewer",
+               "--backend cuda-threads (every rank on one GPU)"}));
   void* mem = ::mmap(nullptr, sizeof(SharedBlock), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) throw Error(std::string("shared memory for the NCCL id: ") + std::strerror(errno));
   auto* shared = new (mem) SharedBlock();
@@ -313,7 +315,7 @@ std::vector<RankOutcome> launch_external(const LaunchOptions& opt, const RankFn&
 
 std::vector<RankOutcome> launch_nccl(const LaunchOptions& opt, const RankFn& fn) {
   require(opt.ranks >= 1, "the number of ranks must be at least 1 (got " + std::to_string(opt.ranks) + ")",
-          "use --ranks 1 or more");
+          use({"--ranks 1 or more"}));
   const cuda::JobEnv env = cuda::job_env();
   if (env.external) return launch_external(opt, fn, env);
   return launch_forked(opt, fn);

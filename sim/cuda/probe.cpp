@@ -18,6 +18,7 @@
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/cuda_device.hpp"
 #include "sim/cuda/rank_gpu.hpp"
+#include "sim/core/flags.hpp"
 
 namespace cpsim {
 namespace {
@@ -39,7 +40,8 @@ GpuProbe probe_here() {
   if (p.driver_version == 0) {
     p.problem =
         "no NVIDIA driver was found (the CUDA driver library libcuda.so.1 is missing); install the NVIDIA "
-        "driver on a machine with an NVIDIA GPU, or use --backend threads";
+        "driver on a machine with an NVIDIA GPU" +
+        (flag("backend").empty() ? std::string() : ", or " + use_value("backend", {"threads"}));
   } else if (p.driver_version < p.runtime_version || e == cudaErrorInsufficientDriver) {
     p.problem = "the NVIDIA driver supports CUDA " + cuda_version(p.driver_version) + ", older than the CUDA " +
                 cuda_version(p.runtime_version) +
@@ -49,7 +51,8 @@ GpuProbe probe_here() {
   } else if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0)) {
     p.problem = std::string("no CUDA GPU is visible") +
                 (visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : std::string()) +
-                "; run on a machine with an NVIDIA GPU, or use --backend threads";
+                "; run on a machine with an NVIDIA GPU" +
+                (flag("backend").empty() ? std::string() : ", or " + use_value("backend", {"threads"}));
   } else if (e != cudaSuccess) {
     p.problem = std::string("CUDA could not start: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
   } else {

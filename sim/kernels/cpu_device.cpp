@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
 #include "sim/kernels/device_registry.hpp"
 #include "sim/kernels/host_pool.hpp"
 #include "sim/kernels/merge.hpp"
@@ -53,12 +54,13 @@ DType common_dtype(std::initializer_list<const View*> views, const char* what) {
 }  // namespace
 
 CpuDevice::CpuDevice(Recorder& rec, int tile) : Device(rec), tile_(tile) {
-  require(tile >= 1, "the attention tile must hold at least one row (got " + std::to_string(tile) + ")",
+  require(tile >= 1 && tile <= kMaxTile,
+          "the attention tile holds 1 to " + std::to_string(kMaxTile) + " rows (got " + std::to_string(tile) + ")",
           "use a tile of 64 or 128");
 }
 
 Buffer CpuDevice::alloc(Dims dims, DType dtype, Layout layout, const std::string& name) {
-  require(dtype != DType::bf16, "bf16 needs a GPU device", "use --dtype f32 or f64");
+  require(dtype != DType::bf16, "bf16 needs a GPU device", use_value("dtype", {"f32", "f64"}));
   if (dtype != DType::f32 && dtype != DType::f64)
     throw Error("alloc '" + name + "': the CPU device holds f32 and f64 buffers (got " +
                 std::string(dtype_name(dtype)) + ")");

@@ -14,6 +14,8 @@ class CpuDevice : public Device {
  public:
   // Rows per query tile and per key tile; 128 is the fastest on the machines measured (docs/performance).
   static constexpr int kDefaultTile = 128;
+  // The kernel keeps a tile x tile block of scores per thread: 4096 rows make it 128 MiB in f64.
+  static constexpr int kMaxTile = 4096;
 
   explicit CpuDevice(Recorder& rec, int tile = kDefaultTile);
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
 
 namespace cpsim {
 
@@ -11,7 +12,8 @@ std::string_view sharding_name(Sharding s) { return s == Sharding::zigzag ? "zig
 Sharding parse_sharding(std::string_view s) {
   if (s == "zigzag") return Sharding::zigzag;
   if (s == "contiguous") return Sharding::contiguous;
-  throw UsageError("unknown sharding '" + std::string(s) + "'; use --sharding zigzag or --sharding contiguous");
+  throw UsageError("unknown sharding '" + std::string(s) + "'; " +
+                   use_value("sharding", {"zigzag", "contiguous"}, "the shardings are zigzag and contiguous"));
 }
 
 namespace {
@@ -20,18 +22,18 @@ std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m *
 
 SeqLayout::SeqLayout(int ranks, std::int64_t seq, Sharding sharding) : ranks_(ranks), seq_(seq), sharding_(sharding) {
   const std::string C = std::to_string(ranks), S = std::to_string(seq);
-  require(ranks >= 1, "the number of ranks C must be at least 1 (got C=" + C + ")", "use --ranks 1 or more");
-  require(seq >= 1, "the sequence length S must be at least 1 (got S=" + S + ")", "use --seq 1 or more");
+  require(ranks >= 1, "the number of ranks C must be at least 1 (got C=" + C + ")", use({"--ranks 1 or more"}));
+  require(seq >= 1, "the sequence length S must be at least 1 (got S=" + S + ")", use({"--seq 1 or more"}));
   if (sharding == Sharding::zigzag) {
     const std::int64_t m = 2 * static_cast<std::int64_t>(ranks);
     require(seq % m == 0,
             "zigzag sharding cuts the sequence into 2C equal chunks, so S must be divisible by 2C (S=" + S +
                 ", 2C=" + std::to_string(m) + ")",
-            "use --seq " + std::to_string(round_up(seq, m)) + " or --sharding contiguous");
+            use({"--seq " + std::to_string(round_up(seq, m)), "--sharding contiguous"}));
   } else {
     require(seq % ranks == 0,
             "contiguous sharding gives every rank S/C tokens, so S must be divisible by C (S=" + S + ", C=" + C + ")",
-            "use --seq " + std::to_string(round_up(seq, ranks)));
+            use({"--seq " + std::to_string(round_up(seq, ranks)), "--sharding zigzag"}));
   }
 }
 

@@ -1,8 +1,8 @@
 #include "sim/runtime/npy.hpp"
 
-#include <fstream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace cpsim {
 
@@ -20,15 +20,14 @@ void write_npy(const std::string& path, const std::vector<double>& data, const s
   const std::size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot write " + path);
+  OutputFile f(path);  // complete or absent (output_file.hpp)
   f.write("\x93NUMPY\x01\x00", 8);
   const auto len = static_cast<std::uint16_t>(header.size());
   const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
   f.write(len_bytes, 2);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(double)));
-  if (!f) throw Error("cannot write " + path);
+  f.write(header);
+  f.write(data.data(), data.size() * sizeof(double));
+  f.commit();
 }
 
 }  // namespace cpsim

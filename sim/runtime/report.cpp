@@ -81,7 +81,7 @@ std::string format_report(const RunResult& r) {
   os << ", " << sharding_name(p.sharding) << " sharding, C=" << p.ranks << " ranks on " << backend_name(cfg.backend)
      << "\n  B=" << p.batch << " S=" << p.seq << " Nq=" << p.heads << " Nkv=" << p.kv_heads << " D=" << p.head_dim
      << " " << dtype_name(p.dtype) << (p.causal ? " causal" : " full") << (cfg.backward ? ", forward+backward" : ", forward")
-     << (p.kv_replicate ? ", KV heads replicated" : "") << ", seed " << cfg.seed << "\n\n";
+     << (p.replicates_kv(cfg.strategy) ? ", KV heads replicated" : "") << ", seed " << cfg.seed << "\n\n";
 
   std::size_t pos_w = 19;  // wide enough for the longest positions text, and at least the header's width
   for (const RankReport& rk : r.ranks) pos_w = std::max(pos_w, spans_text(rk.spans).size() + 1);

@@ -54,8 +54,9 @@ void check_kernel(const RunConfig& cfg) {
   std::vector<std::string> choosing;  // the built-in backends whose device offers a choice of kernels
   for (Backend b : built_in_backends())
     if (!device_info(built_in_backend(b).device).kernels.empty()) choosing.emplace_back(backend_name(b));
-  const std::string fix = choosing.empty() ? "leave --kernel out (no device of this build offers a choice)"
-                                           : "use --backend " + one_of(choosing) + ", or leave --kernel out";
+  const std::string other = choosing.empty() ? "" : use({"--backend " + one_of(choosing)});
+  const std::string fix = other.empty() ? "leave --kernel out (no device of this build offers a choice)"
+                                        : other + ", or leave --kernel out";
   const std::string backend(backend_name(cfg.backend));
   throw UsageError("--kernel chooses among a device's attention kernels, and the " + info.name +
                    " device of --backend " + backend + " has no choice (got --kernel " + kernel + "); " + fix);

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/runtime/report.hpp"
 
 namespace cpsim {
@@ -155,11 +155,7 @@ std::string trace_json(const RunResult& r) {
 }
 
 void write_trace(const std::filesystem::path& path, const RunResult& r) {
-  const std::string text = trace_json(r);
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw UsageError("cannot write the trace to " + path.string() + "; name a file in an existing folder");
-  f << text;
-  if (!f) throw Error("writing the trace to " + path.string() + " failed (disk full?)");
+  write_file(path.string(), trace_json(r));
 }
 
 }  // namespace cpsim

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/runtime/trace.hpp"
 
 namespace cpsim {
@@ -110,11 +111,7 @@ std::string html_page(const RunResult& r, const std::string& bench_json, const s
 
 void write_html(const std::filesystem::path& path, const RunResult& r, const std::string& bench_json,
                 const std::string& compare_json) {
-  const std::string text = html_page(r, bench_json, compare_json);
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw UsageError("cannot write the page to " + path.string() + "; name a file in an existing folder");
-  f << text;
-  if (!f) throw Error("writing the page to " + path.string() + " failed (disk full?)");
+  write_file(path.string(), html_page(r, bench_json, compare_json));
 }
 
 }  // namespace cpsim

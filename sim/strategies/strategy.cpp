@@ -1,8 +1,11 @@
 #include "sim/strategies/strategy.hpp"
 
+#include <functional>
 #include <string>
 
 #include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
+#include "sim/core/sizes.hpp"
 
 namespace cpsim {
 
@@ -26,7 +29,9 @@ StrategyKind parse_strategy(std::string_view s) {
     if (strategy_name(k) == s) return k;
   if (s == "a2a" || s == "all_to_all") return StrategyKind::ulysses;
   if (s == "p2p") return StrategyKind::ring;
-  throw UsageError("unknown strategy '" + std::string(s) + "'; use --strategy all_gather, ulysses, ring or hybrid");
+  throw UsageError("unknown strategy '" + std::string(s) + "'; " +
+                   use_value("strategy", {"all_gather", "ulysses", "ring", "hybrid"},
+                             "the strategies are all_gather, ulysses, ring and hybrid"));
 }
 
 std::vector<StrategyKind> all_strategies() {
@@ -44,13 +49,15 @@ int Problem::a2a_size(StrategyKind k) const {
 namespace {
 std::string str(std::int64_t v) { return std::to_string(v); }
 
+using Fix = std::function<std::string()>;  // made only when the check fails (flags.hpp spells it for the program)
+
 // An A2A group of A ranks splits the heads A ways: Nq % A == 0, and Nkv % A == 0 unless KV heads are replicated.
-void validate_heads_split(const Problem& p, int A, const std::string& who, const std::string& fix_q,
-                          const std::string& fix_kv) {
-  require(p.heads % A == 0,
-          who + " splits the " + str(p.heads) + " query heads over " + str(A) + " ranks, so Nq % " + str(A) +
-              " must be 0 (Nq=" + str(p.heads) + ")",
-          fix_q);
+void validate_heads_split(const Problem& p, int A, const std::string& who, const Fix& fix_q, const Fix& fix_kv) {
+  if (p.heads % A != 0)
+    require(false,
+            who + " splits the " + str(p.heads) + " query heads over " + str(A) + " ranks, so Nq % " + str(A) +
+                " must be 0 (Nq=" + str(p.heads) + ")",
+            fix_q());
   if (p.kv_heads % A == 0) return;
   if (p.kv_replicate) {
     require(A % p.kv_heads == 0,
@@ -62,44 +69,72 @@ void validate_heads_split(const Problem& p, int A, const std::string& who, const
   require(false,
           who + " splits the " + str(p.kv_heads) + " KV heads over " + str(A) + " ranks, so Nkv % " + str(A) +
               " must be 0 (Nkv=" + str(p.kv_heads) + ")",
-          fix_kv);
+          fix_kv());
 }
+
+// The largest rank count up to C that divides n (1 at least).
+std::int64_t divisor_up_to(std::int64_t n, int C) {
+  for (std::int64_t d = C; d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 }  // namespace
 
 void validate(const Problem& p, StrategyKind kind) {
-  require(p.batch >= 1, "the batch B must be at least 1 (got " + str(p.batch) + ")", "use --batch 1");
-  require(p.heads >= 1, "the query heads Nq must be at least 1 (got " + str(p.heads) + ")", "use --heads 1 or more");
+  require(p.batch >= 1, "the batch B must be at least 1 (got " + str(p.batch) + ")", use({"--batch 1"}));
+  require(p.heads >= 1, "the query heads Nq must be at least 1 (got " + str(p.heads) + ")", use({"--heads 1 or more"}));
   require(p.kv_heads >= 1, "the KV heads Nkv must be at least 1 (got " + str(p.kv_heads) + ")",
-          "use --kv-heads 1 or more");
-  require(p.head_dim >= 1, "the head dim D must be at least 1 (got " + str(p.head_dim) + ")", "use --head-dim 64");
-  require(p.heads % p.kv_heads == 0,
-          "grouped-query attention shares each KV head among Nq/Nkv query heads, so Nq % Nkv must be 0 (Nq=" +
-              str(p.heads) + ", Nkv=" + str(p.kv_heads) + ")",
-          "use --kv-heads " + str(p.heads) + " or a divisor of it");
+          use({"--kv-heads 1 or more"}));
+  require(p.head_dim >= 1, "the head dim D must be at least 1 (got " + str(p.head_dim) + ")", use({"--head-dim 64"}));
+  if (p.heads % p.kv_heads != 0)
+    require(false,
+            "grouped-query attention shares each KV head among Nq/Nkv query heads, so Nq % Nkv must be 0 (Nq=" +
+                str(p.heads) + ", Nkv=" + str(p.kv_heads) + ")",
+            use({"--kv-heads " + str(p.heads) + " (or a divisor of it)",
+                 "--heads " + str(round_up(p.heads, p.kv_heads))}));
   const SeqLayout layout(p.ranks, p.seq, p.sharding);  // throws for impossible layouts
   (void)layout;
+  // The largest copies a run makes are the whole tensors as doubles on the host: none may be more than one process
+  // can address (and no product of extents may wrap).
+  const Extent B{"B", p.batch, "batch"}, S{"S", p.seq, "seq"}, Nq{"Nq", p.heads, "heads"},
+      Nkv{"Nkv", p.kv_heads, "kv-heads"}, D{"D", p.head_dim, "head-dim"};
+  tensor_bytes("q", {B, S, Nq, D}, sizeof(double), "doubles");
+  tensor_bytes("k", {B, S, Nkv, D}, sizeof(double), "doubles");
   if (p.kv_replicate)
     require(kind == StrategyKind::ulysses || kind == StrategyKind::hybrid,
-            "--kv-replicate only applies to the all-to-all strategies", "use --strategy ulysses or hybrid");
+            "--kv-replicate only applies to the all-to-all strategies", use_value("strategy", {"ulysses", "hybrid"}));
 
   const int C = p.ranks;
   if (kind == StrategyKind::ulysses) {
-    validate_heads_split(p, C, "ulysses", "use --strategy ring, or --strategy hybrid --a2a A with A dividing Nq",
-                         C % p.kv_heads == 0
-                             ? "use --kv-replicate (each KV head copied onto C/Nkv ranks) or --strategy hybrid --a2a " +
-                                   str(p.kv_heads)
-                             : "use --strategy hybrid --a2a A with A dividing Nkv, or --strategy ring");
+    validate_heads_split(
+        p, C, "ulysses",
+        [&] {
+          return use({"--strategy ring", "--strategy hybrid --a2a A with A dividing Nq",
+                      "--ranks " + str(divisor_up_to(p.heads, C)), "--heads " + str(round_up(p.heads, C))});
+        },
+        [&] {
+          if (C % p.kv_heads == 0)
+            return use({"--kv-replicate (each KV head copied onto C/Nkv ranks)",
+                        "--strategy hybrid --a2a " + str(p.kv_heads), "--ranks " + str(divisor_up_to(p.kv_heads, C))});
+          return use({"--strategy hybrid --a2a A with A dividing Nkv", "--strategy ring",
+                      "--ranks " + str(divisor_up_to(p.kv_heads, C))});
+        });
   }
   if (kind == StrategyKind::hybrid) {
     const int A = p.a2a_size(kind);
-    require(A >= 1 && C % A == 0,
-            "the hybrid runs on a 2-D mesh C = A x R, so the A2A group size A must divide C (A=" + str(A) +
-                ", C=" + str(C) + ")",
-            C % 2 == 0 ? "use --a2a 2" : "use --a2a 1 or a divisor of C");
-    validate_heads_split(p, A, "the hybrid's A2A group",
-                         "use an --a2a that divides Nq", "use --kv-replicate or an --a2a that divides Nkv");
+    if (A < 1 || C % A != 0)
+      require(false,
+              "the hybrid runs on a 2-D mesh C = A x R, so the A2A group size A must divide C (A=" + str(A) +
+                  ", C=" + str(C) + ")",
+              C % 2 == 0 ? use({"--a2a 2"}) : use({"--a2a 1 or a divisor of C"}));
+    validate_heads_split(
+        p, A, "the hybrid's A2A group", [&] { return use({"an --a2a that divides Nq"}); },
+        [&] { return use({"--kv-replicate", "an --a2a that divides Nkv"}); });
   } else if (p.a2a > 0) {
-    require(false, "--a2a sets the hybrid's A2A group size", "use --strategy hybrid or drop --a2a");
+    const std::string hybrid = use({"--strategy hybrid"});
+    require(false, "--a2a sets the hybrid's A2A group size", hybrid + (hybrid.empty() ? "drop --a2a" : " or drop --a2a"));
   }
 }
 
@@ -107,7 +142,7 @@ std::unique_ptr<Strategy> make_strategy(StrategyKind kind, Communicator& comm, D
   validate(p, kind);
   if (comm.size() != p.ranks)
     throw UsageError("the communicator has " + str(comm.size()) + " ranks but the problem asks for " +
-                     str(p.ranks) + "; use --ranks " + str(comm.size()));
+                     str(p.ranks) + "; " + use({"--ranks " + str(comm.size())}, "give the problem as many ranks"));
   switch (kind) {
     case StrategyKind::all_gather: return make_all_gather(comm, dev, p);
     case StrategyKind::ulysses: return make_ulysses(comm, dev, p);

@@ -251,8 +251,8 @@ TEST_CASE("cpsim predict refuses what it would ignore: an empty output name, --k
     const char* says;
   };
   for (const Bad& b :
-       {Bad{"predict --seq 16K --strategies ring --trace ''", "--trace names no file"},
-        Bad{"predict --seq 16K --strategies ring --html ''", "--html names no file"},
+       {Bad{"predict --seq 16K --strategies ring --trace ''", "--trace got an empty value"},
+        Bad{"predict --seq 16K --strategies ring --html ''", "--html got an empty value"},
         Bad{"predict --kv-replicate", "no column's group is"},  // 64 KV heads: every group holds them
         Bad{"predict --heads 32 --kv-heads 8 --strategies ring,hybrid:2 --kv-replicate", "no column's group is"}}) {
     CAPTURE(b.args);

@@ -8,15 +8,16 @@
 #include <string>
 
 #include "sim/comm/shm_heap.hpp"
+#include "sim/core/child_process.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/host_arena.hpp"
 #include "sim/core/flags.hpp"
+#include "sim/core/host_arena.hpp"
 #include "sim/core/sizes.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/single_run.hpp"
+#include "sim/model/count_run.hpp"
 #include "sim/runtime/inputs.hpp"
 #include "sim/runtime/rank_run.hpp"
-#include "sim/model/count_run.hpp"
 
 using namespace cpsim;
 
@@ -38,6 +39,8 @@ RunConfig config(StrategyKind k, Sharding sh, DType dt, bool backward) {
   if (k == StrategyKind::ulysses) p.kv_replicate = true;  // Nkv = 2 < C = 4
   return c;
 }
+
+const std::string kCpsim = std::string(CPSIM_BINARY_DIR) + "/cpsim";
 
 }  // namespace
 
@@ -142,7 +145,8 @@ TEST_CASE("one device's peak is exactly what the device measures, and the need c
                        doctest::Contains("that --memory-limit allows"), UsageError);
 }
 
-TEST_CASE("a processes run's buffers all live in the shared heap sized from the largest device peak, for every strategy") {
+TEST_CASE(
+    "a processes run's buffers all live in the shared heap sized from the largest device peak, for every strategy") {
   for (StrategyKind kind : all_strategies()) {
     CAPTURE(strategy_name(kind));
     RunConfig cfg = config(kind, Sharding::zigzag, DType::f32, true);
@@ -160,5 +164,26 @@ TEST_CASE("a processes run's buffers all live in the shared heap sized from the 
       return "misses " + std::to_string(arena->misses());  // allocations that did not fit
     });
     for (const auto& o : out) CHECK(o.result == "misses 0");
+  }
+}
+
+TEST_CASE("a refused run allocates nothing large: under a 1 GiB address-space limit it still refuses, exit 2") {
+  // 2^30 tokens of 4 heads of 16: 512 GiB of q alone. Anything large allocated before the refusal would fail under
+  // RLIMIT_AS with std::bad_alloc (exit 1) instead.
+  ChildOptions o;
+  o.address_space_limit = std::int64_t{1} << 30;
+  o.stdout_path = o.stderr_path = "/dev/null";
+  for (const char* args : {"--seq 1073741824 --memory-limit 1G", "--seq 1073741824",
+                           "--strategy all_gather --ranks 8 --seq 65536 --heads 8 --head-dim 64 --backward"}) {
+    CAPTURE(args);
+    std::vector<std::string> argv{kCpsim, "run"};
+    for (std::string a = args; !a.empty();) {
+      const auto sp = a.find(' ');
+      argv.push_back(a.substr(0, sp));
+      a = sp == std::string::npos ? "" : a.substr(sp + 1);
+    }
+    const ChildResult r = run_child(argv, o);
+    CHECK(r.exit_code == 2);
+    CHECK(r.peak_rss_bytes < (std::int64_t{64} << 20));
   }
 }

@@ -24,6 +24,7 @@
 
 #include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
+#include "sim/core/flags.hpp"
 #include "sim/comm/mpi/mpi_communicator.hpp"
 #include "sim/core/bytes.hpp"
 
@@ -37,8 +38,8 @@ std::string not_launched(int ranks) {
   return "--backend mpi with --ranks " + std::to_string(ranks) + " needs " + std::to_string(ranks) +
          " processes started by mpirun, but this process was not started by an MPI launcher; run it as "
          "`mpirun -np " +
-         std::to_string(ranks) + " cpsim ... --backend mpi --ranks " + std::to_string(ranks) +
-         "`, or use --backend threads";
+         std::to_string(ranks) + " cpsim ... --backend mpi --ranks " + std::to_string(ranks) + "`" +
+         (flag("backend").empty() ? "" : ", or " + use_value("backend", {"threads"}));
 }
 
 bool native_reductions() {
@@ -102,7 +103,8 @@ std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn) 
   require(size == opt.ranks,
           "--ranks " + std::to_string(opt.ranks) + " disagrees with the MPI job: mpirun started " +
               std::to_string(size) + " processes (one rank each)",
-          "use --ranks " + std::to_string(size) + ", or mpirun -np " + std::to_string(opt.ranks));
+          use({"--ranks " + std::to_string(size)}, "start it") + (flag("ranks").empty() ? " with" : ", or") + " mpirun -np " +
+              std::to_string(opt.ranks));
 
   // STEP 2: this launch's communicator, and the watchdog over its blocking calls.
   auto dog = std::make_shared<mpi::Watchdog>(rank, opt.timeout);

@@ -1,0 +1,172 @@
+#include "sim/cli/parse.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <optional>
+
+#include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
+
+namespace cpsim::cli {
+namespace {
+
+// The range of an option's value type, when it is a number ("--ranks" holds an int).
+struct NumberType {
+  bool integer = true;
+  std::string lo, hi;
+};
+
+template <class T>
+std::optional<NumberType> number_type_of(const po::value_semantic* s) {
+  if (!dynamic_cast<const po::typed_value<T>*>(s)) return std::nullopt;
+  return NumberType{std::numeric_limits<T>::is_integer, std::to_string(std::numeric_limits<T>::lowest()),
+                    std::to_string(std::numeric_limits<T>::max())};
+}
+
+std::optional<NumberType> number_type(const po::option_description& o) {
+  const po::value_semantic* s = o.semantic().get();
+  for (auto t : {number_type_of<int>(s), number_type_of<long>(s), number_type_of<long long>(s),
+                 number_type_of<unsigned>(s), number_type_of<unsigned long>(s),
+                 number_type_of<unsigned long long>(s), number_type_of<double>(s)})
+    if (t) return t;
+  return std::nullopt;
+}
+
+bool whole_number(const std::string& t) {
+  std::size_t i = t[0] == '-' || t[0] == '+' ? 1 : 0;
+  if (i >= t.size()) return false;
+  for (; i < t.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(t[i]))) return false;
+  return true;
+}
+
+// The value Boost quotes in "the argument ('1e999') for option '--timeout' is invalid".
+std::string quoted_value(const std::string& message) {
+  const auto a = message.find("('"), b = message.rfind("')");
+  return a == std::string::npos || b == std::string::npos || b < a ? "" : message.substr(a + 2, b - a - 2);
+}
+
+// Boost's "invalid value" as what is wrong with the value.
+std::string invalid_value(const po::options_description& desc, const po::invalid_option_value& e) {
+  const std::string name = e.get_option_name();  // "--ranks"
+  const std::string text = quoted_value(e.what());
+  const po::option_description* o = desc.find_nothrow(name.substr(name.find_first_not_of('-')), false);
+  const auto type = o ? number_type(*o) : std::nullopt;
+  if (!type || text.empty()) return e.what();
+  if (type->integer) {
+    if (!whole_number(text)) return name + " '" + text + "' is not a whole number";
+    if (text[0] == '-' && type->lo == "0") return name + " " + text + " must not be negative";
+    return name + " " + text + (text[0] == '-' ? " is too small (at least " + type->lo + ")"
+                                               : " is too large (at most " + type->hi + ")");
+  }
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() && *end == '\0' && std::isinf(v)) return name + " " + text + " is too large";
+  return name + " '" + text + "' is not a number";
+}
+
+// Every flag desc offers, under its own name, and the aliases.
+void offer(const po::options_description& desc, const FlagAliases& aliases) {
+  std::map<std::string, std::string> names;
+  for (const auto& o : desc.options()) names[o->long_name()] = o->long_name();
+  for (const auto& [canonical, own] : aliases)
+    if (names.count(own)) names[canonical] = own;
+  offer_flags(std::move(names));
+}
+
+}  // namespace
+
+bool parse_program(const std::string& program, const po::options_description& desc,
+                   const std::vector<std::string>& args, po::variables_map& vm, const FlagAliases& aliases,
+                   const po::positional_options_description* positional) {
+  po::options_description all(desc);
+  all.add_options()("help,h", "show this help");
+  offer(all, aliases);
+  // Arguments no flag and no positional takes land in "stray", which no program offers.
+  po::options_description with_stray(all);
+  with_stray.add_options()("stray", po::value<std::vector<std::string>>());
+  po::positional_options_description pos = positional ? *positional : po::positional_options_description();
+  pos.add("stray", -1);
+  const std::string see = "see `" + program + " --help`";
+  try {
+    po::store(po::command_line_parser(args).options(with_stray).positional(pos).run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: " << program << " [options]\n\n" << all << "\n";
+      return false;
+    }
+    if (vm.count("stray")) {
+      const std::string word = vm["stray"].as<std::vector<std::string>>()[0];
+      if (!positional)
+        throw UsageError(program + " takes no positional argument (got '" + word + "'); every input is a flag, " + see);
+      throw UsageError("unexpected argument '" + word + "'; " + program + " takes " +
+                       std::to_string(positional->max_total_count()) + " such argument (" + see + ")");
+    }
+    po::notify(vm);
+  } catch (const po::invalid_option_value& e) {
+    throw UsageError(invalid_value(all, e) + "; " + see);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + "; " + see);
+  }
+  for (const auto& [name, value] : vm) {
+    const po::option_description* o = all.find_nothrow(name, false);
+    if (value.defaulted() || !o || o->semantic()->max_tokens() == 0) continue;  // a switch holds no value
+    if (const auto* s = boost::any_cast<std::string>(&value.value()); s && s->empty())
+      throw UsageError("--" + name + " got an empty value; " + see);
+  }
+  return true;
+}
+
+bool parse(const std::string& command, const po::options_description& desc, const std::vector<std::string>& args,
+           po::variables_map& vm, const FlagAliases& aliases) {
+  return parse_program("cpsim " + command, desc, args, vm, aliases);
+}
+
+std::size_t parse_size(const std::string& flag, const std::string& text) {
+  const std::string what = "--" + flag + " '" + text + "'";
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0) throw UsageError(what + " is not a size; use a whole number with an optional K, M, G or T suffix");
+  const std::string suffix = text.substr(digits);
+  int shift = -1;
+  if (suffix.empty()) shift = 0;
+  if (suffix.size() == 1) switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      case 'T': shift = 40; break;
+    }
+  if (shift < 0) throw UsageError(what + " has an unknown suffix; use K, M, G or T (powers of 1024)");
+  constexpr auto kMax = std::numeric_limits<unsigned long long>::max();
+  const std::string too_large = what + " is too large for a size (at most 2^64 - 1); use a number such as 16K or 1M";
+  unsigned long long v = 0;
+  for (std::size_t i = 0; i < digits; ++i) {
+    const unsigned d = static_cast<unsigned>(text[i] - '0');
+    if (v > (kMax - d) / 10) throw UsageError(too_large);
+    v = v * 10 + d;
+  }
+  if (v > (kMax >> shift)) throw UsageError(too_large);
+  return static_cast<std::size_t>(v << shift);
+}
+
+std::int64_t parse_size64(const std::string& flag, const std::string& text) {
+  const std::size_t v = parse_size(flag, text);
+  constexpr auto kMax = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+  if (v > kMax)
+    throw UsageError("--" + flag + " '" + text + "' is too large (at most " + std::to_string(kMax) + ")");
+  return static_cast<std::int64_t>(v);
+}
+
+std::chrono::milliseconds parse_timeout(const std::string& flag, double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  const std::string fix = "use --" + flag + " 120";
+  require(!std::isnan(seconds), "--" + flag + " " + text + " is not a number of seconds", fix);
+  require(seconds <= kMaxTimeoutSeconds, "--" + flag + " " + text + " is too large (at most 1000000 s)", fix);
+  require(seconds >= 0.001, "--" + flag + " " + text + " is too small (at least 0.001 s, a millisecond)", fix);
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000)));
+}
+
+}  // namespace cpsim::cli
