@@ -11,6 +11,7 @@ const char* block_kind_name(BlockKind k) {
     case BlockKind::upper: return "upper";
     case BlockKind::full: return "full";
     case BlockKind::skipped: return "skipped";
+    case BlockKind::partial: return "partial";
   }
   return "?";
 }

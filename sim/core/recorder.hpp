@@ -22,8 +22,9 @@ class ByteReader;
 // The sub-block an attention call covers (the seed's ring rule, reference-facts.md):
 //   diagonal: a causal block on the diagonal (partly masked), full: wholly visible,
 //   lower: both local Q halves x the first K/V half, upper: the second Q half x both K/V halves,
-//   skipped: wholly masked, nothing computed.
-enum class BlockKind : std::uint8_t { diagonal, lower, upper, full, skipped };
+//   skipped: wholly masked, nothing computed,
+//   partial: a ring block off the diagonal that the mask covers in part (documents, a window, striped sharding).
+enum class BlockKind : std::uint8_t { diagonal, lower, upper, full, skipped, partial };
 const char* block_kind_name(BlockKind k);
 
 struct WorkCounts {
