@@ -55,14 +55,14 @@ GpuView to_gpu_view(const View& v) {
   g.d = narrow(d.d, v);
   const std::int64_t first = b.offset(v.b0, v.s0, v.h0);
   g.ptr = static_cast<char*>(b.data()) + first * static_cast<std::int64_t>(dtype_size(b.dtype()));
-  if (b.layout() == Layout::bsnd) {  // [B, S, N, D]
+  if (b.layout() == Layout::bsnd) {  // [B, S, N, D]; a strided view steps `step` buffer rows per view row
     g.batch_stride = d.s * d.n * d.d;
-    g.row_stride = d.n * d.d;
+    g.row_stride = d.n * d.d * v.step;
     g.head_stride = d.d;
     g.heads_inner = true;
   } else {  // [B, N, S]
     g.batch_stride = d.n * d.s;
-    g.row_stride = 1;
+    g.row_stride = v.step;
     g.head_stride = d.s;
     g.heads_inner = false;
   }
@@ -167,8 +167,6 @@ void* CudaDevice::workspace(void*& ptr, std::size_t& cap, std::size_t bytes) {
 
 AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View& k, const View& v,
                                const Positions& k_pos, const View& out, const View& lse, bool causal, double scale) {
-  check_ascending(q_pos, "query positions");
-  check_ascending(k_pos, "key positions");
   const DType t = q.buf.dtype();
   require(t == DType::f32 || t == DType::bf16, "the CUDA device computes attention on bf16 or f32 inputs",
           "use --dtype bf16 or f32");
@@ -177,8 +175,10 @@ AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View
   if (q.d() > kSimtMaxHeadDim)
     throw UsageError("the CUDA kernels take head dims up to " + std::to_string(kSimtMaxHeadDim) + " (got " +
                      std::to_string(q.d()) + "); use --head-dim 128");
-  // Positions: q then k, through pinned memory; the previous call's copy is done (every call ends waiting).
-  const std::size_t n = q_pos.size() + k_pos.size();
+  // Positions: q then k, one per row, through pinned memory; the previous call's copy is done (every call ends
+  // waiting).
+  const std::vector<std::int64_t> qp = q_pos.expand(), kp = k_pos.expand();
+  const std::size_t n = qp.size() + kp.size();
   if (n > pos_host_cap_) {
     if (pos_host_) cudaFreeHost(pos_host_);
     pos_host_ = nullptr;
@@ -186,8 +186,8 @@ AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View
     check(cudaMallocHost(&pos_host_, n * sizeof(std::int64_t)), "allocating pinned memory for positions");
     pos_host_cap_ = n;
   }
-  std::memcpy(pos_host_, q_pos.data(), q_pos.size() * sizeof(std::int64_t));
-  std::memcpy(pos_host_ + q_pos.size(), k_pos.data(), k_pos.size() * sizeof(std::int64_t));
+  std::memcpy(pos_host_, qp.data(), qp.size() * sizeof(std::int64_t));
+  std::memcpy(pos_host_ + qp.size(), kp.data(), kp.size() * sizeof(std::int64_t));
   auto* pos = static_cast<std::int64_t*>(workspace(pos_dev_, pos_dev_cap_, n * sizeof(std::int64_t)));
   check(cudaMemcpyAsync(pos, pos_host_, n * sizeof(std::int64_t), cudaMemcpyHostToDevice, gpu_->compute()),
         "copying positions to the GPU");
@@ -198,7 +198,7 @@ AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View
   a.out = to_gpu_view(out);
   a.lse = to_gpu_view(lse);
   a.q_pos = pos;
-  a.k_pos = pos + q_pos.size();
+  a.k_pos = pos + qp.size();
   a.group = static_cast<int>(q.nh / k.nh);
   a.causal = causal;
   a.scale = static_cast<float>(scale);
@@ -223,9 +223,20 @@ TileCounts CudaDevice::run(const AttentionArgs& a, bool backward, const Position
   return {per_head.computed * heads, per_head.skipped * heads};
 }
 
+namespace {
+// The kernels implement the causal and full masks only: anything else is refused, never computed as another mask.
+void require_plain_mask(const Mask& mask) {
+  if (!mask.plain())
+    throw Error("the cuda device implements the causal and full masks, not " + mask.describe() +
+                "; use --backend threads or processes for documents and windows");
+}
+}  // namespace
+
 TileCounts CudaDevice::do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
-                                            const Positions& k_pos, const View& out, const View& lse, bool causal,
+                                            const Positions& k_pos, const View& out, const View& lse, const Mask& mask,
                                             double scale) {
+  require_plain_mask(mask);
+  const bool causal = mask.causal();
   check_activations({&q, &k, &v, &out}, "attention forward");
   const AttentionArgs a = args(q, q_pos, k, v, k_pos, out, lse, causal, scale);
   return run(a, false, q_pos, k_pos, causal);
@@ -233,8 +244,10 @@ TileCounts CudaDevice::do_attention_forward(const View& q, const Positions& q_po
 
 TileCounts CudaDevice::do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                              const Positions& k_pos, const View& out, const View& lse, const View& dout,
-                                             const View& dq, const View& dk, const View& dv, bool causal,
+                                             const View& dq, const View& dk, const View& dv, const Mask& mask,
                                              double scale) {
+  require_plain_mask(mask);
+  const bool causal = mask.causal();
   check_activations({&q, &k, &v, &out, &dout, &dq, &dk, &dv}, "attention backward");
   check_types({&dout}, q.buf.dtype(), "attention backward");
   check_types({&dq, &dk, &dv}, DType::f32, "attention backward (the gradient accumulators)");

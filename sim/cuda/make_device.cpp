@@ -32,6 +32,7 @@ CPSIM_DEVICE(cuda) {
   info.name = "cuda";
   info.dtypes = {DType::bf16, DType::f32};
   info.gpu = true;
+  info.any_mask = false;  // the kernels implement the causal and full masks (cuda_device.hpp)
   info.make = [](Recorder& rec) { return make_cuda_device(rec); };
 }
 

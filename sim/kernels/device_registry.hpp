@@ -22,6 +22,7 @@ struct DeviceInfo {
   std::string name;           // "cpu", "cuda"
   std::vector<DType> dtypes;  // what its buffers hold and its kernels compute in
   bool gpu = false;           // results are checked by the GPU rules (sim/kernels/check.hpp)
+  bool any_mask = true;       // implements every mask (documents, windows); false: the causal and full masks only
   // The device of one rank, called on the rank's own thread (a GPU rank gets the GPU its launcher gave it).
   std::function<std::unique_ptr<Device>(Recorder& rec)> make;
 };
