@@ -33,6 +33,18 @@ std::vector<StrategyKind> all_strategies() {
   return {StrategyKind::all_gather, StrategyKind::ulysses, StrategyKind::ring, StrategyKind::hybrid};
 }
 
+Documents Problem::documents() const { return resolve_documents(docs, seq, ranks); }
+
+Mask Problem::mask() const { return make_mask(causal, window, documents()); }
+
+SeqLayout Problem::layout() const {
+  LayoutOptions opt;
+  opt.docs = documents();
+  opt.mask = make_mask(causal, window, opt.docs);
+  opt.chunk = chunk;
+  return SeqLayout(ranks, seq, sharding, opt);
+}
+
 int Problem::a2a_size(StrategyKind k) const {
   switch (k) {
     case StrategyKind::ulysses: return ranks;
@@ -76,8 +88,13 @@ void validate(const Problem& p, StrategyKind kind) {
           "grouped-query attention shares each KV head among Nq/Nkv query heads, so Nq % Nkv must be 0 (Nq=" +
               str(p.heads) + ", Nkv=" + str(p.kv_heads) + ")",
           "use --kv-heads " + str(p.heads) + " or a divisor of it");
-  const SeqLayout layout(p.ranks, p.seq, p.sharding);  // throws for impossible layouts
-  (void)layout;
+  require(p.window >= 0, "the window W must be 0 (none) or positive (got " + str(p.window) + ")", "use --window 256");
+  require(p.chunk >= 0, "--chunk must be positive (got " + str(p.chunk) + ")", "use --chunk 16");
+  require(p.chunk == 0 || p.sharding == Sharding::balanced, "--chunk sets the balanced sharding's chunk size",
+          "use --sharding balanced or drop --chunk");
+  require(!p.docs.pad || p.sharding == Sharding::zigzag,
+          "--pad-docs pads documents for per-document zigzag (--sharding zigzag)", "use --sharding zigzag or drop --pad-docs");
+  (void)p.layout();  // throws for impossible documents and layouts
   if (p.kv_replicate)
     require(kind == StrategyKind::ulysses || kind == StrategyKind::hybrid,
             "--kv-replicate only applies to the all-to-all strategies", "use --strategy ulysses or hybrid");
