@@ -12,7 +12,8 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
     if (flags & f) desc.add_options()(name, help);
   };
   add(kFlagStrategy, "strategy", &o.strategy, "all_gather | ulysses | ring | hybrid");
-  add(kFlagSharding, "sharding", &o.sharding, "zigzag | contiguous");
+  add(kFlagSharding, "sharding", &o.sharding,
+      "zigzag (per document with --docs) | contiguous | striped | balanced | global-zigzag");
   add(kFlagRanks, "ranks,C", &o.ranks, "context-parallel ranks C");
   add(kFlagA2a, "a2a", &o.a2a, "hybrid: A2A group size A (C = A x R; 0 picks 2)");
   add_switch(kFlagKvReplicate, "kv-replicate", "ulysses/hybrid: copy each KV head onto A/Nkv ranks when A > Nkv");
@@ -28,6 +29,12 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
   add_switch(kFlagBackward, "backward", "run the backward pass too");
   add(kFlagSeed, "seed", &o.seed, "seed of the inputs");
   add(kFlagTimeout, "timeout", &o.timeout_s, "seconds any rank may wait before a deadlock is reported");
+  add(kFlagDocs, "docs", &o.docs,
+      "documents packed into the sequence: L1,L2,... (lengths; S is their sum) or random:K (K seeded lengths)");
+  add_switch(kFlagPadDocs, "pad-docs",
+             "pad each document to a multiple of 2C for per-document zigzag (the padding is left out of the check)");
+  add(kFlagWindow, "window", &o.window, "sliding window W: a query sees the W latest keys (0: no window)");
+  add(kFlagChunk, "chunk", &o.chunk, "balanced sharding: tokens per chunk (0: S/(4C))");
 }
 
 ProblemOptions problem_options(const RunConfig& c) {
@@ -46,6 +53,10 @@ ProblemOptions problem_options(const RunConfig& c) {
   o.head_dim = p.head_dim;
   o.seed = c.seed;
   o.timeout_s = static_cast<double>(c.timeout.count()) / 1000;
+  if (p.docs.random > 0) o.docs = "random:" + std::to_string(p.docs.random);
+  for (std::int64_t L : p.docs.lengths) o.docs += (o.docs.empty() ? "" : ",") + std::to_string(L);
+  o.window = p.window;
+  o.chunk = p.chunk;
   return o;
 }
 
@@ -73,6 +84,28 @@ void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm,
     require(o.timeout_s > 0, "--timeout must be positive", "use --timeout 120");
     c.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
   }
+  if (flags & kFlagWindow) {
+    require(o.window >= 0, "--window must be 0 (none) or positive (got " + std::to_string(o.window) + ")",
+            "use --window 256");
+    p.window = o.window;
+  }
+  if (flags & kFlagChunk) {
+    require(o.chunk >= 0, "--chunk must be 0 (pick) or positive (got " + std::to_string(o.chunk) + ")",
+            "use --chunk 16");
+    p.chunk = o.chunk;
+  }
+  if (flags & kFlagPadDocs) p.docs.pad = vm.count("pad-docs") > 0;
+  if ((flags & kFlagDocs) && !o.docs.empty()) {
+    const bool pad = p.docs.pad;
+    p.docs = parse_docs(o.docs);
+    p.docs.pad = pad;
+    p.docs.seed = c.seed;
+    // Listed lengths make S unless --seq was given (then they must sum to it: Problem::documents says so).
+    const bool seq_given = vm.count("seq") > 0 && !vm["seq"].defaulted();  // the table's --seq or a command's own
+    if (!p.docs.lengths.empty() && !seq_given) p.seq = documents_seq(p.docs, p.ranks);
+  }
+  require(!p.docs.pad || p.docs.any(), "--pad-docs pads the documents of --docs",
+          "add --docs L1,L2,... or drop --pad-docs");
 }
 
 RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm) {

@@ -24,7 +24,7 @@ TEST_CASE("cpsim layout --json reports the contiguous chunk blocks 2, 6, 10, 14"
 
 TEST_CASE("bad arguments give one line on stderr, exit code 2 and nothing on stdout") {
   for (const char* args :
-       {"layout --seq 10 --ranks 4", "layout --sharding striped", "layout --ranks x", "layout --bogus", "nosuchcommand",
+       {"layout --seq 10 --ranks 4", "layout --sharding diagonal", "layout --ranks x", "layout --bogus", "nosuchcommand",
         "bench nosuchbench", "bench comm --collectives tree", "bench comm --ranks 1"}) {
     INFO(args);
     const auto r = run_cli(args, "layout_bad");

@@ -61,6 +61,6 @@ TEST_CASE("visible pairs per rank are exact and add up to the causal total") {
 }
 
 TEST_CASE("imbalance is max over mean") {
-  CHECK(imbalance({2, 6, 10, 14}) == doctest::Approx(14.0 / 8.0));
-  CHECK(imbalance({8, 8, 8, 8}) == doctest::Approx(1.0));
+  CHECK(imbalance(std::vector<double>{2, 6, 10, 14}) == doctest::Approx(14.0 / 8.0));
+  CHECK(imbalance(std::vector<double>{8, 8, 8, 8}) == doctest::Approx(1.0));
 }
