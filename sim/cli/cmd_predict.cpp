@@ -1,14 +1,16 @@
 // cpsim predict: modeled forward and forward+backward times of every strategy on a machine model, at any scale.
 //
-// With no flags it prints the seed blog's benchmark table: 8x H100 SXM, bf16, B=1, 64 heads, D=128, S from 16K
-// to 256K, strategies all_gather, ulysses (A2A), ring (P2P) and the hybrids 2x4 and 4x2 (A x R). Each cell counts
-// the unchanged strategy code on C counting ranks and replays it on the machine (docs/model.md).
-#include <cstdio>
+// With no flags it prints the benchmark table of the blog post "On Context Parallelism": 8x H100 SXM, bf16, B=1, 64
+// heads, D=128, S from 16K to 256K, strategies all_gather, ulysses (A2A), ring (P2P) and the hybrids 2x4 and 4x2 (A x
+// R). Each cell counts the unchanged strategy code on C counting ranks and replays it on the machine (docs/model.md).
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <set>
-#include <sstream>
 
 #include "sim/cli/cli.hpp"
+#include "sim/cli/model_options.hpp"
+#include "sim/cli/model_text.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
 #include "sim/layout/layout.hpp"
@@ -23,32 +25,6 @@ namespace {
 using model::Cell;
 using model::PredictSpec;
 using model::PredictTable;
-
-constexpr int kMaxRanks = 1024;  // one thread each in the counting run
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-std::string size_label(std::int64_t n) {  // 16384 -> "16K", 1048576 -> "1M"
-  if (n % (1 << 20) == 0) return std::to_string(n >> 20) + "M";
-  if (n % (1 << 10) == 0) return std::to_string(n >> 10) + "K";
-  return std::to_string(n);
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-std::string pad(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
-}
 
 // What a table shows of a cell, in its printed unit.
 enum class Value { forward, total, exposed, memory, efficiency };
@@ -71,10 +47,12 @@ double shown(const Cell& c, Value v) {
 struct Printer {
   const PredictSpec& spec;
   const PredictTable& t;
+  const model::Sensitivity* sens = nullptr;
   std::vector<std::string> labels;
 
   std::size_t cols() const { return spec.strategies.size(); }
   const Cell& cell(std::size_t i, std::size_t j) const { return t.cells[i * cols() + j]; }
+  std::string label_of(int j) const { return j >= 0 ? labels[static_cast<std::size_t>(j)] : "-"; }
 
   // One table: a row per S, a column per strategy, the fastest marked with '*' and named at the end.
   // fastest_by: 0 forward time, 1 forward + backward time, -1 none. mark_unfit: '!' where the memory does not fit.
@@ -92,10 +70,80 @@ struct Printer {
         if (static_cast<int>(j) == best) v += "*";
         std::cout << pad(v, 13);
       }
-      if (fastest_by >= 0) std::cout << "  " << (best >= 0 ? labels[static_cast<std::size_t>(best)] : "-");
+      if (fastest_by >= 0) std::cout << "  " << label_of(best);
       std::cout << "\n";
     }
     std::cout << "\n";
+  }
+
+  // Under the tables: each time's range with every cost moved, the costs that move it most, and any move that
+  // changes the fastest choice.
+  void sensitivity_text() const {
+    const model::Sensitivity& s = *sens;
+    const std::string move = fixed(s.move * 100, 0) + "%";
+    const std::string what = spec.backward ? "forward + backward" : "forward";
+    std::cout << "Sensitivity: each cost of the machine moved by -" << move << " and +" << move
+              << ", one at a time\n\n";
+    std::cout << "Range of the " << what << " time (ms)\n" << pad("S", 7);
+    for (const auto& l : labels) std::cout << pad(l, 16);
+    std::cout << "\n";
+    for (std::size_t i = 0; i < spec.seqs.size(); ++i) {
+      std::cout << pad(size_label(spec.seqs[i]), 7);
+      for (std::size_t j = 0; j < cols(); ++j) {
+        const std::size_t k = i * cols() + j;
+        const Cell& c = cell(i, j);
+        std::cout << pad(c.valid ? fixed(s.lo_us[k] / 1e3, 2) + "-" + fixed(s.hi_us[k] / 1e3, 2) : "n/a", 16);
+      }
+      std::cout << "\n";
+    }
+    struct Effect {
+      const model::Sensitivity::Param* p;
+      double lo_minus, hi_minus, lo_plus, hi_plus, most;
+    };
+    std::vector<Effect> effects;
+    for (const auto& p : s.params) {
+      Effect e{&p, 1e300, -1e300, 1e300, -1e300, 0};
+      for (std::size_t k = 0; k < t.cells.size(); ++k) {
+        if (!t.cells[k].valid) continue;
+        const double base = t.cells[k].time_us(spec.backward);
+        const double m = p.minus_us[k] / base - 1, q = p.plus_us[k] / base - 1;
+        e.lo_minus = std::min(e.lo_minus, m);
+        e.hi_minus = std::max(e.hi_minus, m);
+        e.lo_plus = std::min(e.lo_plus, q);
+        e.hi_plus = std::max(e.hi_plus, q);
+        e.most = std::max({e.most, std::abs(m), std::abs(q)});
+      }
+      effects.push_back(e);
+    }
+    std::sort(effects.begin(), effects.end(), [](const Effect& a, const Effect& b) { return a.most > b.most; });
+    std::cout << "\nCosts by their effect on the times (change over the cells, at -" << move << " / +" << move
+              << "):\n";
+    std::size_t small = 0;
+    for (const Effect& e : effects) {
+      if (e.most < 0.01) {
+        ++small;
+        continue;
+      }
+      std::cout << "  " << e.p->field << " (" << fixed(e.p->value, e.p->value < 10 ? 2 : 1)
+                << "): " << percent(e.lo_minus) << " .. " << percent(e.hi_minus) << " / " << percent(e.lo_plus)
+                << " .. " << percent(e.hi_plus) << "\n";
+    }
+    if (small > 0) std::cout << "  " << small << " more move every time by less than 1%\n";
+    std::vector<std::string> flips;
+    for (const auto& p : s.params)
+      for (std::size_t i = 0; i < spec.seqs.size(); ++i)
+        for (const bool plus : {false, true}) {
+          const int now = (plus ? p.fastest_plus : p.fastest_minus)[i];
+          if (now != s.fastest_base[i])
+            flips.push_back(p.field + " " + (plus ? "+" : "-") + move + " at " + size_label(spec.seqs[i]) + ": " +
+                            label_of(s.fastest_base[i]) + " -> " + label_of(now));
+        }
+    if (flips.empty()) {
+      std::cout << "The fastest choice (" << what << ") holds under every move.\n";
+    } else {
+      std::cout << "The fastest choice (" << what << ") changes with:\n";
+      for (const auto& f : flips) std::cout << "  " << f << "\n";
+    }
   }
 
   void text() const {
@@ -112,13 +160,50 @@ struct Printer {
       table("Communication not hidden, slowest rank, forward + backward (ms)", Value::exposed, 2, -1);
     }
     table("Peak memory per GPU (GiB)", Value::memory, 1, -1, true);
-    table(std::string("Efficiency: one GPU's time / (C x time), ") + (spec.backward ? "forward + backward" : "forward"),
+    table(std::string("Efficiency: one GPU's time on the whole sequence / (C x time), ") +
+              (spec.backward ? "forward + backward" : "forward"),
           Value::efficiency, 2, -1);
     std::cout << "* fastest in the row;  ! more than the " << fixed(m.memory_gb, 0) << " GB a GPU holds\n";
     std::set<std::string> reasons;
     for (const Cell& c : t.cells)
       if (!c.valid) reasons.insert(c.why_not);
     for (const auto& r : reasons) std::cout << "n/a: " << r << "\n";
+    if (sens != nullptr) {
+      std::cout << "\n";
+      sensitivity_text();
+    }
+  }
+
+  void sensitivity_json(JsonWriter& j) const {
+    const model::Sensitivity& s = *sens;
+    j.key("sensitivity").begin_object().key("move").value(s.move);
+    j.key("cells").begin_array();
+    for (std::size_t k = 0; k < t.cells.size(); ++k) {
+      if (!t.cells[k].valid) continue;
+      j.begin_object().key("seq").value(t.cells[k].seq).key("strategy").value(labels[k % cols()]);
+      j.key("low_ms").value(s.lo_us[k] / 1e3).key("high_ms").value(s.hi_us[k] / 1e3).end_object();
+    }
+    j.end_array().key("parameters").begin_array();
+    for (const auto& p : s.params) {
+      j.begin_object().key("field").value(p.field).key("value").value(p.value);
+      for (const bool plus : {false, true}) {
+        j.key(plus ? "plus" : "minus").begin_array();
+        const auto& us = plus ? p.plus_us : p.minus_us;
+        for (std::size_t k = 0; k < t.cells.size(); ++k)
+          if (t.cells[k].valid) j.value(us[k] / 1e3);
+        j.end_array();
+      }
+      j.key("fastest_changes").begin_array();
+      for (std::size_t i = 0; i < spec.seqs.size(); ++i)
+        for (const bool plus : {false, true}) {
+          const int now = (plus ? p.fastest_plus : p.fastest_minus)[i];
+          if (now == s.fastest_base[i]) continue;
+          j.begin_object().key("seq").value(spec.seqs[i]).key("move").value(plus ? s.move : -s.move);
+          j.key("fastest").value(label_of(now)).key("was").value(label_of(s.fastest_base[i])).end_object();
+        }
+      j.end_array().end_object();
+    }
+    j.end_array().end_object();
   }
 
   void json() const {
@@ -136,6 +221,8 @@ struct Printer {
     j.key("rows").begin_array();
     for (std::size_t i = 0; i < spec.seqs.size(); ++i) {
       j.begin_object().key("seq").value(spec.seqs[i]).key("single_gpu_ms").value(t.single_total_us[i] / 1e3);
+      j.key("single_gpu_forward_tflops").value(t.single_forward_tflops[i]);
+      j.key("single_gpu_backward_tflops").value(t.single_backward_tflops[i]);
       const int bf = model::fastest(t, i, cols(), false), bt = model::fastest(t, i, cols(), true);
       j.key("fastest_forward").value(bf >= 0 ? labels[static_cast<std::size_t>(bf)] : "");
       if (spec.backward) j.key("fastest_total").value(bt >= 0 ? labels[static_cast<std::size_t>(bt)] : "");
@@ -155,7 +242,9 @@ struct Printer {
       }
       j.end_array().end_object();
     }
-    j.end_array().end_object();
+    j.end_array();
+    if (sens != nullptr) sensitivity_json(j);
+    j.end_object();
     std::cout << j.str() << "\n";
   }
 };
@@ -189,28 +278,19 @@ RunResult modeled_run(const Problem& base, const model::StrategyChoice& c, const
 int cmd_predict(const std::vector<std::string>& args) {
   po::options_description desc("cpsim predict: modeled times of every strategy on a machine model (docs/model.md)");
   std::string trace_path, html_path, compare_path;
-  std::string machine = "h100-sxm-8", print_machine, seqs = "16K,32K,64K,128K,256K", seq, strategies, dtype = "bf16",
-              sharding = "zigzag";
-  int ranks = 8;
-  std::int64_t batch = 1, heads = 64, kv_heads = 0, head_dim = 128;
+  std::string print_machine, seqs = "16K,32K,64K,128K,256K", seq, strategies;
+  ModelShapeOptions shape;
+  add_model_shape_options(desc, shape, kFlagSharding | kFlagKvReplicate);
   desc.add_options()                                                                                              //
-      ("machine", po::value(&machine)->default_value(machine), "h100-sxm-8 | h100-ib | local-cpu | FILE.json")    //
       ("print-machine", po::value(&print_machine), "print a preset's JSON (with sources) and exit")               //
-      ("ranks,C", po::value(&ranks)->default_value(ranks), "context-parallel ranks C")                            //
       ("seqs", po::value(&seqs)->default_value(seqs), "sequence lengths, comma-separated (K, M = 1024, 1024^2)")  //
       ("seq,S", po::value(&seq), "one sequence length (instead of --seqs)")                                       //
       ("strategies", po::value(&strategies),
        "comma-separated: all_gather, ulysses, ring, hybrid:A (default: all_gather,ulysses,ring,hybrid:2,hybrid:4)")  //
-      ("batch,B", po::value(&batch)->default_value(batch), "batch B")                                                //
-      ("heads,N", po::value(&heads)->default_value(heads), "query heads Nq")                                         //
-      ("kv-heads", po::value(&kv_heads)->default_value(kv_heads), "KV heads Nkv (0: same as --heads; GQA)")          //
-      ("head-dim,D", po::value(&head_dim)->default_value(head_dim), "head dim D")                                    //
-      ("dtype", po::value(&dtype)->default_value(dtype), "bf16 | f32 | f64")                                         //
-      ("sharding", po::value(&sharding)->default_value(sharding), "zigzag | contiguous")                             //
-      ("kv-replicate", "ulysses/hybrid: copy each KV head onto A/Nkv ranks when A > Nkv")                            //
-      ("full", "attention without the causal mask")                                                                  //
-      ("forward-only", "model the forward pass only")                                                                //
       ("json", "print one JSON object")                                                                              //
+      ("sensitivity",
+       "under the table: each machine cost moved by -25% and +25%, the range of every time and "
+       "whether the fastest choice changes")  //
       ("trace", po::value(&trace_path),
        "one length, one strategy: write the modeled timeline as a trace (it opens "
        "in visualizer/index.html like a measured one)")                                                               //
@@ -228,22 +308,15 @@ int cmd_predict(const std::vector<std::string>& args) {
     std::cout << model::machine_preset_json(print_machine);
     return 0;
   }
-  require(ranks >= 1 && ranks <= kMaxRanks,
-          "--ranks must be between 1 and " + std::to_string(kMaxRanks) + " (got " + std::to_string(ranks) + ")",
-          "use --ranks 8");
+  require(!(vm.count("seq") && !vm["seqs"].defaulted()), "--seq and --seqs both name the lengths",
+          "give one: --seq 16K, or --seqs 16K,32K");
   PredictSpec spec;
-  spec.machine = model::load_machine(machine);
+  spec.machine = model::load_machine(shape.machine);
+  spec.keep_programs = vm.count("sensitivity") > 0;
   spec.backward = vm.count("forward-only") == 0;
+  spec.problem = model_problem(shape, vm, kFlagSharding | kFlagKvReplicate, spec.machine);
   Problem& p = spec.problem;
-  p.ranks = ranks;
-  p.batch = batch;
-  p.heads = heads;
-  p.kv_heads = kv_heads == 0 ? heads : kv_heads;
-  p.head_dim = head_dim;
-  p.dtype = parse_dtype(dtype);
-  p.sharding = parse_sharding(sharding);
-  p.causal = vm.count("full") == 0;
-  p.kv_replicate = vm.count("kv-replicate") > 0;
+  const int ranks = p.ranks;
   for (const auto& s : vm.count("seq") ? std::vector<std::string>{seq} : split_list(seqs)) {
     const auto n = static_cast<std::int64_t>(parse_size(vm.count("seq") ? "seq" : "seqs", s));
     require(n >= 1, "every sequence length must be at least 1 (got " + s + ")", "use --seqs 16K,32K");
@@ -261,20 +334,20 @@ int cmd_predict(const std::vector<std::string>& args) {
   probe.kv_replicate = false;
   for (std::int64_t S : spec.seqs) {
     probe.seq = S;
-    validate(probe, StrategyKind::ring);
+    validate_model_problem(probe, StrategyKind::ring);
   }
   if (!trace_path.empty() || !html_path.empty()) {
     require(spec.seqs.size() == 1 && spec.strategies.size() == 1,
             "a modeled trace shows one run: --trace and --html need one length and one strategy",
             "use --seq 16K --strategies ring");
     if (!html_path.empty()) visualizer_dir();  // the page's files must be there before the model runs
-    model::check_fits(spec.machine, p.ranks);
     Problem one = model::problem_for(p, spec.strategies.front());
     one.seq = spec.seqs.front();
-    validate(one, spec.strategies.front().kind);
+    validate_model_problem(one, spec.strategies.front().kind);
   }
   const PredictTable table = model::predict(spec);
-  Printer out{spec, table, {}};
+  const model::Sensitivity sens = spec.keep_programs ? model::sensitivity(spec, table) : model::Sensitivity{};
+  Printer out{spec, table, spec.keep_programs ? &sens : nullptr, {}};
   for (const auto& c : spec.strategies) out.labels.push_back(model::choice_label(c, ranks));
   if (vm.count("json"))
     out.json();

@@ -1,4 +1,8 @@
 // cpsim run: one context-parallel attention run on simulated ranks, with the per-rank table and the check.
+// Boost.PropertyTree's JSON parser includes the deprecated <boost/bind.hpp>; this keeps its notice out of the build.
+#define BOOST_BIND_GLOBAL_PLACEHOLDERS
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +17,25 @@
 
 namespace cpsim::cli {
 namespace {
+
+// The benchmark to inline (--bench-json FILE, for --html): the file's text, refused unless it is the output of
+// `cpsim bench strategies --json` (one JSON object with its "config" and "results").
+std::string read_bench_json(const std::string& path) {
+  const std::string fix = "write one with cpsim bench strategies --json > FILE";
+  const std::string text = read_input("bench-json", path, fix);
+  boost::property_tree::ptree root;
+  try {
+    std::istringstream in(text);
+    boost::property_tree::read_json(in, root);
+  } catch (const boost::property_tree::json_parser_error&) {
+    throw UsageError("--bench-json " + path + " is not JSON; " + fix);
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos || text[text.find_first_not_of(" \t\r\n")] != '{' ||
+      !root.get_child_optional("config") || !root.get_child_optional("results"))
+    throw UsageError("--bench-json " + path +
+                     " is not cpsim bench strategies output (no \"config\" and \"results\"); " + fix);
+  return text;
+}
 
 void dump(const std::string& dir, const RunResult& r) {
   const Problem& p = r.config.problem;
@@ -63,9 +86,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!bench_path.empty() && html_path.empty()) throw UsageError("--bench-json goes into the page; add --html FILE");
   if (!compare_path.empty() && html_path.empty()) throw UsageError("--compare goes into the page; add --html FILE");
   const std::string compare = compare_path.empty() ? "" : read_compare_trace(compare_path);
-  const std::string bench =
-      bench_path.empty() ? ""
-                         : read_input("bench-json", bench_path, "name the output of cpsim bench strategies --json");
+  const std::string bench = bench_path.empty() ? "" : read_bench_json(bench_path);
   if (!html_path.empty()) visualizer_dir();  // the page's files must be there before the run starts
   cfg.tracing = !trace_path.empty() || !html_path.empty();
 

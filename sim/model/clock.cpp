@@ -55,14 +55,22 @@ struct Gathering {
   Collective kind = Collective::barrier;
 };
 
+// A transfer this rank takes part in, while it moves: [start, end) once matched; posted at `start` otherwise.
+struct Flight {
+  int request = -1;
+  double start = 0, end = 0, busy = 0;  // busy: bytes / bw, the time its kernel runs
+  double gbps = 0;
+  bool matched = false;
+};
+
 struct State {
   std::size_t pc = 0;
   double t = 0;
-  int waiting_on = -1;         // the request a wait is blocked on
-  std::vector<double> done;    // per request: its completion time, or kUnknown
+  int waiting_on = -1;            // the request a wait is blocked on
+  std::vector<double> done;       // per request: its completion time, or kUnknown
   std::vector<const char*> kind;  // per request: "isend" or "irecv", what a wait on it is named after
-  double tx_free[2] = {0, 0};  // per link (0 intra, 1 inter): when the outgoing port is free
-  double rx_free[2] = {0, 0};
+  double tx_free = 0, rx_free = 0;  // this rank's NVLink ports: when the outgoing / incoming one is free
+  std::vector<Flight> flights;      // transfers in flight (contention)
 };
 
 class Engine {
@@ -70,11 +78,14 @@ class Engine {
   Engine(const Programs& p, const Machine& m, const ClockOptions& opt) : p_(p), m_(m) {
     const std::size_t C = p.ranks.size();
     state_.resize(C);
+    const std::size_t nics = static_cast<std::size_t>(m.nodes_for(static_cast<int>(C)) * m.nics_per_node);
+    nic_tx_free_.assign(nics, 0);
+    nic_rx_free_.assign(nics, 0);
     run_.ranks.reserve(C);
     for (std::size_t r = 0; r < C; ++r) {
       state_[r].done.assign(static_cast<std::size_t>(p.ranks[r].requests), kUnknown);
       state_[r].kind.assign(static_cast<std::size_t>(p.ranks[r].requests), "wait");
-      run_.ranks.push_back(RankTimeline{0, 0, 0, 0, 0, Recorder(static_cast<int>(r), opt.tracing)});
+      run_.ranks.push_back(RankTimeline{0, 0, 0, 0, 0, 0, Recorder(static_cast<int>(r), opt.tracing)});
     }
   }
 
@@ -115,7 +126,7 @@ class Engine {
     Recorder& rec = tl(r).trace;
     switch (op.kind) {
       case OpKind::attention: {
-        const double d = attention_us(m_, op);
+        const double d = contended(r, attention_us(m_, op), true);
         WorkCounts w;
         w.calls = 1;
         w.pairs = op.pairs;
@@ -125,10 +136,16 @@ class Engine {
                  op.backward ? "attention_backward" : "attention_forward");
         tl(r).compute_us += d;
         s.t += d;
+        if (const double add = grad_add_us(m_, op); add > 0) {  // the stack sums this block's gradients itself
+          const double a = contended(r, add, false);
+          rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, a, "add");
+          tl(r).memory_us += a;
+          s.t += a;
+        }
         break;
       }
       case OpKind::memory: {
-        const double d = memory_us(m_, op.bytes);
+        const double d = contended(r, memory_op_us(m_, op), false);
         rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, d, op.name.c_str());
         tl(r).memory_us += d;
         s.t += d;
@@ -146,6 +163,11 @@ class Engine {
       case OpKind::step:
         at(rec, s.t);
         rec.step(op.step);
+        if (m_.step_us > 0) {
+          rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, m_.step_us, "step");
+          tl(r).overhead_us += m_.step_us;
+          s.t += m_.step_us;
+        }
         break;
       case OpKind::isend:
       case OpKind::irecv:
@@ -193,10 +215,36 @@ class Engine {
     ready(r);
   }
 
+  // The op of duration d (alone) that rank r starts now, slowed by its transfers in flight (clock.hpp).
+  double contended(int r, double d, bool attention) {
+    if (m_.comm_sms <= 0 || d <= 0) return d;
+    State& s = st(r);
+    const double t = s.t;
+    std::erase_if(s.flights, [t](const Flight& f) { return f.matched && f.end <= t; });
+    double horizon = t, rate = 0;
+    for (const Flight& f : s.flights) {
+      const double start = f.matched ? f.start : std::max(t, f.start);
+      const double end = f.matched ? f.end : start + f.busy;
+      if (end <= t) continue;
+      horizon = std::max(horizon, end);
+      if (start <= t) rate += f.gbps;
+    }
+    const double window = horizon - t;
+    const double share =
+        std::min(0.9, attention ? m_.comm_sms / m_.sm_count : rate / m_.hbm_gbps);  // of the SMs / of HBM
+    if (window <= 0 || share <= 0) return d;
+    return d + share * std::min(window, d / (1 - share));
+  }
+
   void post(int r, const Op& op) {
     check_request(r, op.request);
     const bool send = op.kind == OpKind::isend;
     st(r).kind[static_cast<std::size_t>(op.request)] = send ? "isend" : "irecv";
+    if (m_.comm_sms > 0) {
+      const Link& l = link_between(m_, r, op.peer);
+      st(r).flights.push_back(
+          Flight{op.request, st(r).t, 0, static_cast<double>(op.bytes) / (l.p2p_gbps * 1e3), l.p2p_gbps, false});
+    }
     const int from = send ? r : op.peer, to = send ? op.peer : r;
     Channel& ch = channels_[{op.context, from, to, op.tag}];
     const Posted me{r, op.request, st(r).t, op.bytes};
@@ -215,14 +263,25 @@ class Engine {
     if (s.bytes != r.bytes)
       throw Error("the modeled run: rank " + std::to_string(s.rank) + " sends " + std::to_string(s.bytes) +
                   " bytes but rank " + std::to_string(r.rank) + " receives " + std::to_string(r.bytes));
-    const int l = same_node(m_, s.rank, r.rank) ? 0 : 1;
-    double& tx = st(s.rank).tx_free[l];
-    double& rx = st(r.rank).rx_free[l];
+    // The ports: each rank's own NVLink port, or the NICs its node assigns it between nodes.
+    const bool intra = same_node(m_, s.rank, r.rank);
+    auto nic = [&](int rank) {
+      return static_cast<std::size_t>(m_.node_of(rank) * m_.nics_per_node + nic_of(m_, rank));
+    };
+    double& tx = intra ? st(s.rank).tx_free : nic_tx_free_[nic(s.rank)];
+    double& rx = intra ? st(r.rank).rx_free : nic_rx_free_[nic(r.rank)];
     const double start = std::max({s.at, r.at, tx, rx});
     const double total = p2p_us(m_, s.bytes, s.rank, r.rank);
     const double busy = total - link_between(m_, s.rank, r.rank).latency_us;  // the port is busy for bytes / bw
     tx = rx = start + busy;
     const double end = start + total;
+    for (const Posted* side : {&s, &r})
+      for (Flight& f : st(side->rank).flights)
+        if (f.request == side->request && !f.matched) {
+          f.start = start;
+          f.end = start + busy;
+          f.matched = true;
+        }
     tl(s.rank).trace.comm("isend", s.bytes, 0, 1, 0, r.rank, {}, start, end - start);
     tl(r.rank).trace.comm("irecv", 0, r.bytes, 0, 1, s.rank, {}, start, end - start);
     complete(s.rank, s.request, end);
@@ -258,6 +317,7 @@ class Engine {
   std::vector<State> state_;
   ModeledRun run_;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue_;
+  std::vector<double> nic_tx_free_, nic_rx_free_;  // per (node, NIC): when its outgoing / incoming side is free
   std::map<std::tuple<int, int, int, int>, Channel> channels_;
   std::map<std::pair<int, std::int64_t>, Gathering> gatherings_;
 };

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "sim/core/error.hpp"
+#include "sim/model/counting_device.hpp"
 
 namespace cpsim::model {
 namespace {
@@ -24,28 +25,56 @@ std::map<int, int> per_node(const Machine& m, const std::vector<int>& group) {
 // The ring algorithms' bus bandwidth: NVLink on one node; across nodes each node's ring traffic leaves through
 // k = min(members on the node, NICs) NICs, so the network carries k NIC rates (the least over the nodes).
 double ring_busbw(const Machine& m, const std::map<int, int>& nodes) {
-  if (nodes.size() <= 1) return m.intra.gbps;
+  if (nodes.size() <= 1) return m.intra.collective_gbps;
   int k = m.nics_per_node;
   for (const auto& [node, members] : nodes) k = std::min(k, members);
-  return std::min(m.intra.gbps, k * m.inter.gbps);
+  return std::min(m.intra.collective_gbps, k * m.inter.collective_gbps);
+}
+
+// Seconds of kernel time for `flops` on `curve` at inner-loop length L (L > 0).
+double kernel_s(double flops, const KernelCurve& curve, double L) {
+  return flops / curve.rate(std::max(L, 1e-9));
 }
 
 }  // namespace
 
 double attention_us(const Machine& m, const Op& op) {
+  if (op.pairs <= 0 || op.flops <= 0) return m.launch_us;
   const bool bwd = op.backward;
-  const double rows = static_cast<double>(bwd ? op.k_rows : op.q_rows);
+  const KernelCurves k = m.curves_for(op.head_dim);
   const double bh = static_cast<double>(op.batch_heads);
-  const double L = static_cast<double>(op.pairs) / bh / rows;  // inner-loop rows, on average
-  const double half = bwd ? m.backward_half_len : m.forward_half_len;
+  const double P = static_cast<double>(op.pairs) / bh;  // visible pairs per (batch, head)
+  const double q = static_cast<double>(op.q_rows), kr = static_cast<double>(op.k_rows);
+  const double rows = bwd ? kr : q;  // the rows the kernel parallelises over; it loops over the others
+  const KernelCurve& full = bwd ? k.backward_full : k.forward_full;
+  const KernelCurve& causal = bwd ? k.backward_causal : k.forward_causal;
+  double seconds = 0;
+  if (P >= q * kr) {
+    seconds = kernel_s(op.flops, full, bwd ? q : kr);
+  } else {
+    // The causal triangle: side s with s (s + 1) / 2 pairs, at most the shorter side; the rest is full work.
+    const double s = std::min({(std::sqrt(8 * P + 1) - 1) / 2, q, kr});
+    const double tri = std::min(P, s * (s + 1) / 2), rest = P - tri;
+    seconds = kernel_s(op.flops * tri / P, causal, s);
+    if (rest > 0) seconds += kernel_s(op.flops * rest / P, full, rest / rows);
+  }
   const double tiles = bh * std::ceil(rows / m.tile_rows);
-  const double rate = (bwd ? m.backward_tflops : m.forward_tflops) * 1e12 * (L / (L + half)) *
-                      std::min(1.0, tiles / m.sm_count);  // flop/s
-  return m.launch_us + op.flops / rate * 1e6;
+  return m.launch_us + seconds * 1e6 / std::min(1.0, tiles / m.sm_count);
 }
 
 double memory_us(const Machine& m, std::int64_t bytes) {
   return m.launch_us + transfer_us(static_cast<double>(bytes), m.hbm_gbps);
+}
+
+double memory_op_us(const Machine& m, const Op& op) {
+  if (op.name == "merge" && m.merge_bytes_per_element > 0 && op.elements > 0)
+    return memory_us(m, static_cast<std::int64_t>(m.merge_bytes_per_element * static_cast<double>(op.elements)));
+  return memory_us(m, op.bytes);
+}
+
+double grad_add_us(const Machine& m, const Op& op) {
+  if (!op.backward || m.grad_add_bytes_per_element <= 0 || op.elements <= 0) return 0;
+  return memory_us(m, static_cast<std::int64_t>(m.grad_add_bytes_per_element * static_cast<double>(op.elements)));
 }
 
 bool same_node(const Machine& m, int a, int b) {
@@ -56,15 +85,14 @@ const Link& link_between(const Machine& m, int a, int b) {
   return same_node(m, a, b) ? m.intra : m.inter;
 }
 
-// Every rank of a node sends over the network at once; with fewer NICs than ranks they share them.
-double inter_gbps_per_rank(const Machine& m) {
-  return m.inter.gbps * std::min(1.0, static_cast<double>(m.nics_per_node) / m.ranks_per_node);
+int nic_of(const Machine& m, int rank) {
+  const int local = rank % m.ranks_per_node;
+  return static_cast<int>(static_cast<std::int64_t>(local) * m.nics_per_node / m.ranks_per_node);
 }
 
 double p2p_us(const Machine& m, std::int64_t bytes, int a, int b) {
-  const bool intra = same_node(m, a, b);
-  const double bw = intra ? m.intra.gbps : inter_gbps_per_rank(m);
-  return (intra ? m.intra.latency_us : m.inter.latency_us) + transfer_us(static_cast<double>(bytes), bw);
+  const Link& l = link_between(m, a, b);
+  return l.latency_us + transfer_us(static_cast<double>(bytes), l.p2p_gbps);
 }
 
 double collective_us(const Machine& m, Collective c, const std::vector<int>& group, std::int64_t bytes) {
@@ -87,13 +115,15 @@ double collective_us(const Machine& m, Collective c, const std::vector<int>& gro
     case Collective::all_to_all: {
       double slowest = 0;
       for (int a : group) {
+        const int members = nodes.at(m.node_of(a));  // the flows that share this node's NICs
+        const double nic = m.inter.p2p_gbps * std::min(1.0, static_cast<double>(m.nics_per_node) / members);
         double intra = 0, inter = 0;
         for (int b : group) {
           if (b == a) continue;
           if (same_node(m, a, b))
-            intra += m.intra.latency_us + transfer_us(n, m.intra.gbps);
+            intra += m.intra.latency_us + transfer_us(n, m.intra.collective_gbps);
           else
-            inter += m.inter.latency_us + transfer_us(n, inter_gbps_per_rank(m));
+            inter += m.inter.latency_us + transfer_us(n, nic);
         }
         slowest = std::max(slowest, std::max(intra, inter));
       }
@@ -101,6 +131,22 @@ double collective_us(const Machine& m, Collective c, const std::vector<int>& gro
     }
   }
   throw Error("collective_us: unknown collective");
+}
+
+Op square_attention(std::int64_t batch_heads, std::int64_t S, std::int64_t head_dim, bool causal, bool backward) {
+  Op op;
+  op.kind = OpKind::attention;
+  op.backward = backward;
+  op.q_rows = op.k_rows = S;
+  op.batch_heads = batch_heads;
+  op.head_dim = head_dim;
+  const double per_head = causal ? static_cast<double>(S) * static_cast<double>(S + 1) / 2
+                                 : static_cast<double>(S) * static_cast<double>(S);
+  op.pairs = static_cast<std::int64_t>(per_head * static_cast<double>(batch_heads));
+  op.flops = (backward ? kBackwardFlopsPerPairDim : kForwardFlopsPerPairDim) * static_cast<double>(head_dim) *
+             per_head * static_cast<double>(batch_heads);
+  op.block = causal ? BlockKind::diagonal : BlockKind::full;
+  return op;
 }
 
 }  // namespace cpsim::model

@@ -1,23 +1,27 @@
 // What one operation costs on a machine, in microseconds: the alpha-beta model NCCL's tuner uses for
-// communication (time = latency + bytes / bandwidth) and a size-dependent rate for the attention kernel.
+// communication (time = latency + bytes / bandwidth) and size-dependent rates for the attention kernel.
+// docs/model.md derives each equation and names each parameter's source.
 //
-// Attention (one call, forward or backward):
-//   L    = pairs / (B*N) / rows      the rows the kernel's inner loop visits on average: keys per query row
-//                                     forward, queries per key row backward (a causal square of S rows: S/2)
-//   tiles = B*N * ceil(rows / tile_rows)                 (rows: q rows forward, k rows backward)
-//   rate = tflops * L / (L + half_len) * min(1, tiles / sm_count)        (small blocks run below peak)
-//   t    = launch + flops / rate
+// Attention, one call on a block of q_rows x k_rows with P visible pairs per (batch, head), B*N heads, head dim D
+// (curves of that head dim: Machine::curves_for):
+//   a block every pair of which is visible ("full"):      t_k = flops / full(L),  L = k_rows forward (keys per
+//                                                          query row), q_rows backward (queries per key row)
+//   a causal block: its triangle of side s, s (s+1) / 2 = P capped at min(q_rows, k_rows), runs on the causal
+//   curve at L = s; the rest of its pairs on the full curve at L = rest / rows (rows: q_rows fwd, k_rows bwd)
+//   occupancy = min(1, B*N ceil(rows / tile_rows) / sm_count)          (small blocks leave SMs idle)
+//   t = launch + t_k / occupancy
 // Device memory (copy, add, merge, fill): t = launch + bytes / hbm.
-// Point to point, a message of n bytes between ranks a and b on link l (NVLink inside a node, else the network):
-//   t = latency_l + n / bw_l           bw_inter per rank = NIC rate * min(1, nics_per_node / ranks_per_node)
+// Point to point, n bytes between ranks a and b: t = latency + n / p2p_bw of the link (NVLink inside a node; one
+// NIC between nodes: the clock shares a NIC among the flows that cross it, clock.hpp).
 // Collectives on a group of C ranks spread over G nodes, n bytes per rank (NCCL ring model, Simple protocol):
-//   all_gather, reduce_scatter   base + (C-1-(G-1)) lat_intra + (G-1) lat_inter + (C-1) n / busbw
+//   all_gather, reduce_scatter   base + (C-G) lat_intra + (G-1) lat_inter + (C-1) n / busbw
 //   all_reduce (n = whole buffer) base + 2 [(C-G) lat_intra + (G-1) lat_inter] + 2 (C-1)/C n / busbw
-//        busbw = intra bw on one node; across nodes min(intra bw, k * NIC rate): every ring leaves each node
-//        once, and NCCL lays k = min(members per node, NICs per node) rings over distinct NICs
-//   all_to_all (pairwise exchange)  base + max(sum over same-node peers (lat_intra + n / bw_intra),
-//                                              sum over other-node peers (lat_inter + n / bw_inter))
-//        NVLink and network steps run on different hardware, so the two sums overlap
+//        busbw = intra collective bw on one node; across nodes min(intra collective bw, k * inter collective bw),
+//        k = min(members per node, NICs per node): each ring leaves a node once, rings lie over distinct NICs
+//   all_to_all (pairwise exchange)  base + max(sum over same-node peers (lat_intra + n / intra collective bw),
+//                                              sum over other-node peers (lat_inter + n / nic_share))
+//        nic_share = inter p2p bw * min(1, NICs / members of the group on the node): the members' flows share
+//        the node's NICs. NVLink and network steps run on different hardware, so the two sums overlap
 //   barrier                     base + ceil(log2 C) lat
 #pragma once
 #include <cstdint>
@@ -30,12 +34,19 @@ namespace cpsim::model {
 
 double attention_us(const Machine& m, const Op& attention);
 double memory_us(const Machine& m, std::int64_t bytes);
-// A message between world ranks a and b.
+// The memory op as the machine's software stack runs it (framework.merge_bytes_per_element for a merge).
+double memory_op_us(const Machine& m, const Op& op);
+// A backward block's gradient sums outside the kernel (framework.grad_add_bytes_per_element); 0 when none.
+double grad_add_us(const Machine& m, const Op& backward_attention);
+// A message between world ranks a and b: latency + bytes / the link's point-to-point rate.
 double p2p_us(const Machine& m, std::int64_t bytes, int a, int b);
 bool same_node(const Machine& m, int a, int b);
 const Link& link_between(const Machine& m, int a, int b);
-double inter_gbps_per_rank(const Machine& m);
+// The NIC of a node that rank r's inter-node flows cross (rails: local GPU g uses NIC g * NICs / ranks_per_node).
+int nic_of(const Machine& m, int rank);
 // A collective over `group` (world ranks), `bytes` per rank as the Communicator call was given them.
 double collective_us(const Machine& m, Collective c, const std::vector<int>& group, std::int64_t bytes);
+// One causal (or full) square of S rows on one device: the plain kernel over the whole sequence.
+Op square_attention(std::int64_t batch_heads, std::int64_t S, std::int64_t head_dim, bool causal, bool backward);
 
 }  // namespace cpsim::model

@@ -52,6 +52,9 @@ CountingDevice::CountingDevice(Recorder& rec, Program* program, int tile)
 }
 
 Buffer CountingDevice::alloc(Dims dims, DType dtype, Layout layout, const std::string& name) {
+  // A GPU keeps the log-sum-exp in f32 when the data is bf16 (CudaDevice::alloc does the same): its merges and
+  // memory are counted as the GPU runs them.
+  if (layout == Layout::bns && dtype == DType::bf16) dtype = DType::f32;
   if (dims.b < 0 || dims.s < 0 || dims.n < 0 || dims.d < 1 || (layout == Layout::bns && dims.d != 1))
     throw Error("alloc '" + name + "': impossible dims " + to_string(dims, layout));
   const auto counted = dims.numel() * static_cast<std::int64_t>(dtype_size(dtype));
@@ -61,12 +64,13 @@ Buffer CountingDevice::alloc(Dims dims, DType dtype, Layout layout, const std::s
   return Buffer(std::move(storage), dims, dtype, layout, name);
 }
 
-void CountingDevice::memory(const char* name, std::int64_t bytes) {
+void CountingDevice::memory(const char* name, std::int64_t bytes, std::int64_t elements) {
   if (program_ == nullptr || bytes == 0) return;
   Op op;
   op.kind = OpKind::memory;
   op.name = name;
   op.bytes = bytes;
+  op.elements = elements;
   program_->ops.push_back(std::move(op));
 }
 
@@ -83,11 +87,11 @@ void CountingDevice::add(const View& dst, const View& src) {
 
 // merge reads both partials and their LSEs and writes the accumulator and its LSE.
 void CountingDevice::merge(const View& out_acc, const View& lse_acc, const View& out_t, const View& lse_t) {
-  memory("merge", 2 * bytes_of(out_acc) + bytes_of(out_t) + 2 * bytes_of(lse_acc) + bytes_of(lse_t));
+  memory("merge", 2 * bytes_of(out_acc) + bytes_of(out_t) + 2 * bytes_of(lse_acc) + bytes_of(lse_t), out_acc.numel());
 }
 
 TileCounts CountingDevice::attention(const View& q, const Positions& q_pos, const View& k, const Positions& k_pos,
-                                     const Mask& mask, bool backward) {
+                                     const Mask& mask, bool backward, std::int64_t grad_elements) {
   TileCounts per_head = tile_counts(q_pos, k_pos, mask, tile_);
   const std::int64_t bh = q.nb * q.nh;  // the kernel repeats the tiles for every (batch, query head)
   if (program_ != nullptr) {
@@ -97,6 +101,8 @@ TileCounts CountingDevice::attention(const View& q, const Positions& q_pos, cons
     op.q_rows = q.ns;
     op.k_rows = k.ns;
     op.batch_heads = bh;
+    op.head_dim = q.d();
+    op.elements = grad_elements;
     const std::int64_t pairs1 = visible_pairs(q_pos, k_pos, mask);
     op.pairs = pairs1 * bh;
     op.flops = (backward ? kBackwardFlopsPerPairDim : kForwardFlopsPerPairDim) * static_cast<double>(q.d()) *
@@ -114,13 +120,14 @@ TileCounts CountingDevice::attention(const View& q, const Positions& q_pos, cons
 TileCounts CountingDevice::do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View&,
                                                 const Positions& k_pos, const View&, const View&, const Mask& mask,
                                                 double) {
-  return attention(q, q_pos, k, k_pos, mask, false);
+  return attention(q, q_pos, k, k_pos, mask, false, 0);
 }
 
 TileCounts CountingDevice::do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View&,
                                                  const Positions& k_pos, const View&, const View&, const View&,
-                                                 const View&, const View&, const View&, const Mask& mask, double) {
-  return attention(q, q_pos, k, k_pos, mask, true);
+                                                 const View& dq, const View& dk, const View& dv, const Mask& mask,
+                                                 double) {
+  return attention(q, q_pos, k, k_pos, mask, true, dq.numel() + dk.numel() + dv.numel());
 }
 
 }  // namespace cpsim::model

@@ -1,7 +1,8 @@
 // The counting device: a Device that does no math and holds no data, so the unchanged strategy code runs at sizes
 // no machine here could hold (C = 256, S = 1M) and reports exactly what it would compute, move and hold.
 //
-//   alloc        a Buffer with real dims and dtype whose bytes count in the rank's MemoryMeter until its last
+//   alloc        a Buffer with real dims and dtype (a bf16 log-sum-exp is f32, as on the GPU) whose bytes count in the
+//   rank's MemoryMeter until its last
 //                handle is dropped (as on the CPU device), so the peak is exact; its storage is a shared "no data"
 //                address that nothing may read or write (the Communicator refuses null buffers of nonzero size)
 //   attention    the visible pairs and flops the Device base counts, and the kernel tiles the CPU device's tiled
@@ -57,8 +58,8 @@ class CountingDevice : public Device {
 
  private:
   TileCounts attention(const View& q, const Positions& q_pos, const View& k, const Positions& k_pos, const Mask& mask,
-                       bool backward);
-  void memory(const char* name, std::int64_t bytes);
+                       bool backward, std::int64_t grad_elements);
+  void memory(const char* name, std::int64_t bytes, std::int64_t elements = 0);
 
   Program* program_;
   int tile_;

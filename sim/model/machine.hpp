@@ -1,9 +1,11 @@
-// A machine the simulated clock runs on: GPUs (or CPU cores) grouped into nodes, joined by two kinds of links.
+// A machine the simulated clock runs on: GPUs (or CPU cores) grouped into nodes, joined by two kinds of links, and
+// the software stack's costs that a count of the strategy code does not see.
 //
 // Read from a small JSON file (`cpsim predict --machine FILE`) or a built-in preset (`--machine h100-ib`); both go
 // through the same parser, and `cpsim predict --print-machine NAME` prints a preset to start a file from.
 // Every value of a preset names its source in "sources" (a measurement, a datasheet, NCCL's tuner, or an
-// assumption said as such). The equations that use these numbers are in clock.hpp and cost.hpp.
+// assumption said as such). The equations that use these numbers are in cost.hpp and clock.hpp; every field, its
+// plausible range and its default are in docs/model.md (machine_fields() is the same list).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -13,9 +15,25 @@
 
 namespace cpsim::model {
 
+// One link class (NVLink inside a node, the network between nodes): NCCL moves one point-to-point flow and the
+// many flows of a collective at different rates, so the two are separate.
 struct Link {
-  double gbps = 0;        // achievable bandwidth per rank and direction, GB/s (1e9 bytes per second)
-  double latency_us = 0;  // per message / per collective step
+  double latency_us = 0;       // per message / per collective step
+  double p2p_gbps = 0;         // one send/recv flow, GB/s (1e9 bytes per second); inter: one NIC
+  double collective_gbps = 0;  // intra: a rank's bus bandwidth in NCCL's collectives; inter: per NIC in a ring
+};
+
+// The attention kernel's rate on blocks whose inner loop runs L rows: rate(L) = tflops * L / (L + half_len).
+struct KernelCurve {
+  double tflops = 0, half_len = 0;
+  double rate(double L) const { return tflops * 1e12 * L / (L + half_len); }  // flop/s
+};
+
+// The four curves of one head dim. "causal": the triangle of a causal block, L = its side; "full": blocks every
+// pair of which is visible, L = keys per query row (forward) or queries per key row (backward).
+struct KernelCurves {
+  int head_dim = 0;  // 0: every head dim (a machine file without kernel sections)
+  KernelCurve forward_causal, forward_full, backward_causal, backward_full;
 };
 
 struct Machine {
@@ -24,35 +42,61 @@ struct Machine {
   int ranks_per_node = 8;  // rank r runs on node r / ranks_per_node
   int max_nodes = 0;       // 0: as many as the ranks need
   double memory_gb = 80;   // device memory per rank, GB (1e9 bytes)
-  // the attention kernel: a block whose inner loop visits L rows on average runs at
-  //   rate = tflops * L / (L + half_len) * min(1, tiles / sm_count)
-  double forward_tflops = 0, forward_half_len = 0;
-  double backward_tflops = 0, backward_half_len = 0;
+  // the attention kernel, by head dim (ascending); curves_for() interpolates between them
+  std::vector<KernelCurves> kernels;
   int sm_count = 1;      // streaming multiprocessors (cores): parallel tiles in flight
   int tile_rows = 128;   // rows per kernel tile, for the occupancy term
   double launch_us = 0;  // fixed cost of every kernel (attention, copy, merge)
   double hbm_gbps = 0;   // device memory bandwidth for copy / add / merge / fill
   // links
-  Link intra;  // inside a node (NVLink / NVSwitch)
-  Link inter;  // between nodes (InfiniBand), per NIC
+  Link intra;  // inside a node (NVLink / NVSwitch), per rank and direction
+  Link inter;  // between nodes (InfiniBand), per NIC and direction
   int nics_per_node = 1;
-  double collective_base_us = 0;               // fixed cost of every collective call
-  std::map<std::string, std::string> sources;  // "attention.forward_tflops" -> where the value comes from
+  double collective_base_us = 0;  // fixed cost of every collective call
+  // contention: SMs the kernel of a transfer in flight holds (0: transfers cost the compute nothing)
+  double comm_sms = 0;
+  // the software stack: a fixed cost per strategy step; a merge or a gradient accumulation done outside the
+  // kernel, in bytes moved per output element (0: as the strategy code issues it, counted)
+  double step_us = 0;
+  double merge_bytes_per_element = 0;
+  double grad_add_bytes_per_element = 0;
+  std::map<std::string, std::string> sources;  // "attention.sm_count" -> where the value comes from
+  std::vector<std::string> given;              // the fields the file gave (the rest took their defaults)
 
   int nodes_for(int ranks) const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
   int node_of(int rank) const { return rank / ranks_per_node; }
+  // The curves at head dim D: a listed head dim's own; between two listed ones, interpolated linearly in log2(D);
+  // outside them, the nearest.
+  KernelCurves curves_for(std::int64_t head_dim) const;
 };
 
-// Every field a machine file holds, as "section.key" (the keys of Machine::sources).
-const std::vector<std::string>& machine_fields();
+// A field of the machine-file format: "section.key", its plausible range, and whether a file must give it.
+struct MachineField {
+  std::string name;
+  double lo, hi;  // plausible range (lo excluded when lo_open)
+  bool lo_open;   //
+  bool whole;     // a whole number
+  bool required;  // false: optional, with the default docs/model.md states
+  bool cost;      // a cost the clock uses (moved by `cpsim predict --sensitivity`)
+};
+// Every field but the kernel sections' (kernel_fields()), in file order.
+const std::vector<MachineField>& machine_fields();
+// The eight fields of a kernel section "kernel_dD" (D = 1..1024): "forward_causal_tflops", ...
+const std::vector<MachineField>& kernel_fields();
+// A field's value in a machine ("intra.p2p_gbps", "kernel_d128.forward_full_half_len"); null if it has none.
+double* machine_value(Machine& m, const std::string& field);
+// The machine with one field multiplied by `factor`, and with it the fields that took their default from it.
+Machine scaled(const Machine& m, const std::string& field, double factor);
 
-std::vector<std::string> machine_preset_names();         // "h100-sxm-8", "h100-ib", "local-cpu"
+std::vector<std::string> machine_preset_names();         // "h100-sxm-8", "h100-ib", "h800-sxm-8", ...
 std::string machine_preset_json(std::string_view name);  // throws UsageError listing the presets
 
 // Parses a machine file's text; `origin` names it in errors. Throws UsageError naming the field and a fix.
 Machine parse_machine(const std::string& json, const std::string& origin);
 // A preset name, or else the path of a JSON file.
 Machine load_machine(const std::string& name_or_path);
+// A machine as a machine file (what `cpsim calibrate` writes); parse_machine reads it back unchanged.
+std::string machine_json(const Machine& m);
 
 // Throws UsageError when C ranks do not fit the machine (more nodes than it has).
 void check_fits(const Machine& m, int ranks);

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <regex>
 
 #include "sim/core/error.hpp"
+#include "sim/model/cost.hpp"
 #include "sim/model/count_run.hpp"
 
 namespace cpsim::model {
@@ -21,7 +24,12 @@ StrategyChoice parse_choice(std::string_view text) {
   const std::string_view name = text.substr(0, colon), a = text.substr(colon + 1);
   int A = 0;
   const auto [ptr, ec] = std::from_chars(a.data(), a.data() + a.size(), A);
-  require(parse_strategy(name) == StrategyKind::hybrid && ec == std::errc() && ptr == a.data() + a.size() && A >= 1,
+  bool hybrid = false;
+  try {
+    hybrid = parse_strategy(name) == StrategyKind::hybrid;
+  } catch (const UsageError&) {
+  }
+  require(hybrid && ec == std::errc() && ptr == a.data() + a.size() && A >= 1,
           "'" + std::string(text) + "' in --strategies is not a strategy",
           "use all_gather, ulysses, ring, or hybrid:A (A2A group size A)");
   return {StrategyKind::hybrid, A};
@@ -33,7 +41,8 @@ std::string choice_label(const StrategyChoice& c, int ranks) {
   p.ranks = ranks;
   p.a2a = c.a2a;
   const int A = p.a2a_size(StrategyKind::hybrid);
-  return "hybrid " + std::to_string(A) + "x" + std::to_string(A > 0 ? ranks / A : 0);
+  if (A < 1 || ranks % A != 0) return "hybrid:" + std::to_string(A);
+  return "hybrid " + std::to_string(A) + "x" + std::to_string(ranks / A);
 }
 
 std::vector<StrategyChoice> default_choices(int ranks) {
@@ -43,14 +52,77 @@ std::vector<StrategyChoice> default_choices(int ranks) {
   return v;
 }
 
+std::string in_predict_terms(const std::string& message) {
+  static const std::vector<std::pair<std::regex, std::string>> rules = {
+      {std::regex("--strategy hybrid --a2a ([0-9A-Za-z]+)"), "--strategies hybrid:$1"},
+      {std::regex("an --a2a that divides"), "a hybrid:A whose A divides"},
+      {std::regex("--a2a 1 or a divisor of C"), "--strategies hybrid:A with A dividing C"},
+      {std::regex("--a2a ([0-9]+)"), "--strategies hybrid:$1"},
+      {std::regex("--strategy "), "--strategies "},
+  };
+  std::string s = message;
+  for (const auto& [from, to] : rules) s = std::regex_replace(s, from, to);
+  return s;
+}
+
+namespace {
+
+// a * b, or nullopt when it does not fit in 63 bits.
+bool mul(std::int64_t a, std::int64_t b, std::int64_t& out) {
+  return !__builtin_mul_overflow(a, b, &out) && out >= 0 && out < (std::int64_t{1} << 62);
+}
+
+std::string approx(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+}  // namespace
+
+void check_model_shape(const Problem& p) {
+  const double S = static_cast<double>(p.seq);
+  struct Tensor {
+    const char* name;
+    const char* formula;
+    std::vector<std::int64_t> factors;
+    double approx;
+  };
+  const std::int64_t bytes = static_cast<std::int64_t>(std::max<std::size_t>(8, dtype_size(p.dtype)));
+  const std::vector<Tensor> tensors = {
+      {"q",
+       "B x S x Nq x D x 8 bytes",
+       {p.batch, p.seq, p.heads, p.head_dim, bytes},
+       static_cast<double>(p.batch) * S * static_cast<double>(p.heads) * static_cast<double>(p.head_dim) * 8},
+      {"k",
+       "B x S x Nkv x D x 8 bytes",
+       {p.batch, p.seq, p.kv_heads, p.head_dim, bytes},
+       static_cast<double>(p.batch) * S * static_cast<double>(p.kv_heads) * static_cast<double>(p.head_dim) * 8},
+      {"the attention matrix",
+       "B x Nq x S x S pairs",
+       {p.batch, p.heads, p.seq, p.seq},
+       static_cast<double>(p.batch) * static_cast<double>(p.heads) * S * S}};
+  for (const Tensor& t : tensors) {
+    std::int64_t n = 1;
+    bool ok = true;
+    for (std::int64_t f : t.factors) ok = ok && f >= 0 && mul(n, f, n);
+    require(ok,
+            std::string(t.name) + " would hold " + t.formula + " = " + approx(t.approx) +
+                ", more than the model counts exactly (2^62)",
+            "use fewer heads, a smaller head dim or a shorter sequence (e.g. --heads 64 --head-dim 128 --seq 1M)");
+  }
+}
+
 double single_gpu_us(const Problem& p, const Machine& m, bool backward) {
-  Problem one = p;
-  one.ranks = 1;
-  one.a2a = 0;
-  one.kv_replicate = false;
-  const CountResult counted = count_run(one, StrategyKind::ring, {.backward = backward, .slots = 1});
-  const ModeledRun run = simulate(counted.programs, m);
-  return backward ? run.total_us : run.forward_us;
+  const std::int64_t bh = p.batch * p.heads;
+  double t = attention_us(m, square_attention(bh, p.seq, p.head_dim, p.causal, false));
+  if (backward) t += attention_us(m, square_attention(bh, p.seq, p.head_dim, p.causal, true));
+  return t;
+}
+
+double single_gpu_tflops(const Problem& p, const Machine& m, bool backward) {
+  const Op op = square_attention(p.batch * p.heads, p.seq, p.head_dim, p.causal, backward);
+  return op.flops / attention_us(m, op) / 1e6;
 }
 
 Problem problem_for(const Problem& base, const StrategyChoice& c) {
@@ -60,19 +132,30 @@ Problem problem_for(const Problem& base, const StrategyChoice& c) {
   return p;
 }
 
-Cell predict_cell(const Problem& base, const StrategyChoice& c, const Machine& m, bool backward, double single_us) {
-  Cell cell;
-  cell.seq = base.seq;
-  cell.strategy = c;
-  const Problem p = problem_for(base, c);
+Counted count_cell(const Problem& base, const StrategyChoice& c, bool backward) {
+  Counted out;
+  out.problem = problem_for(base, c);
+  out.strategy = c;
   try {
-    validate(p, c.kind);
+    validate(out.problem, c.kind);
   } catch (const UsageError& e) {
-    cell.valid = false;
-    cell.why_not = e.what();
-    return cell;
+    out.valid = false;
+    out.why_not = in_predict_terms(e.what());
+    return out;
   }
-  const CountResult counted = count_run(p, c.kind, {.backward = backward, .slots = 0});
+  CountResult counted = count_run(out.problem, c.kind, {.backward = backward, .slots = 0});
+  out.programs = std::move(counted.programs);
+  for (const auto& r : counted.ranks) out.peak_bytes = std::max(out.peak_bytes, r.peak_bytes());
+  return out;
+}
+
+Cell time_cell(const Counted& counted, const Machine& m, bool backward, double single_us) {
+  Cell cell;
+  cell.seq = counted.problem.seq;
+  cell.strategy = counted.strategy;
+  cell.valid = counted.valid;
+  cell.why_not = counted.why_not;
+  if (!cell.valid) return cell;
   const ModeledRun run = simulate(counted.programs, m);
   cell.forward_us = run.forward_us;
   cell.total_us = run.total_us;
@@ -82,11 +165,15 @@ Cell predict_cell(const Problem& base, const StrategyChoice& c, const Machine& m
   cell.exposed_us = slowest->blocked_us;
   cell.compute_us = slowest->compute_us;
   cell.memory_us = slowest->memory_us;
-  for (const auto& r : counted.ranks) cell.peak_bytes = std::max(cell.peak_bytes, r.peak_bytes());
+  cell.peak_bytes = counted.peak_bytes;
   cell.fits = static_cast<double>(cell.peak_bytes) <= m.memory_gb * 1e9;
-  const double t = backward ? cell.total_us : cell.forward_us;
-  cell.efficiency = t > 0 ? single_us / (p.ranks * t) : 0;
+  const double t = cell.time_us(backward);
+  cell.efficiency = t > 0 ? single_us / (counted.problem.ranks * t) : 0;
   return cell;
+}
+
+Cell predict_cell(const Problem& base, const StrategyChoice& c, const Machine& m, bool backward, double single_us) {
+  return time_cell(count_cell(base, c, backward), m, backward, single_us);
 }
 
 PredictTable predict(const PredictSpec& spec) {
@@ -95,9 +182,16 @@ PredictTable predict(const PredictSpec& spec) {
   for (std::int64_t S : spec.seqs) {
     Problem p = spec.problem;
     p.seq = S;
+    check_model_shape(p);
     const double single = single_gpu_us(p, spec.machine, spec.backward);
     t.single_total_us.push_back(single);
-    for (const auto& c : spec.strategies) t.cells.push_back(predict_cell(p, c, spec.machine, spec.backward, single));
+    t.single_forward_tflops.push_back(single_gpu_tflops(p, spec.machine, false));
+    t.single_backward_tflops.push_back(single_gpu_tflops(p, spec.machine, true));
+    for (const auto& c : spec.strategies) {
+      Counted counted = count_cell(p, c, spec.backward);
+      t.cells.push_back(time_cell(counted, spec.machine, spec.backward, single));
+      if (spec.keep_programs) t.counted.push_back(std::move(counted));
+    }
   }
   return t;
 }
@@ -108,13 +202,72 @@ int fastest(const PredictTable& t, std::size_t row, std::size_t columns, bool by
   for (std::size_t j = 0; j < columns; ++j) {
     const Cell& c = t.cells[row * columns + j];
     if (!c.valid) continue;
-    const double us = by_total ? c.total_us : c.forward_us;
+    const double us = c.time_us(by_total);
     if (best < 0 || us < best_us) {
       best = static_cast<int>(j);
       best_us = us;
     }
   }
   return best;
+}
+
+namespace {
+
+// The cost fields of a machine: the general ones it has, and the kernel sections' for the head dims it lists.
+std::vector<std::string> cost_fields(const Machine& m) {
+  std::vector<std::string> out;
+  Machine probe = m;
+  for (const auto& f : machine_fields())
+    if (f.cost && machine_value(probe, f.name) != nullptr) out.push_back(f.name);
+  for (const auto& k : m.kernels)
+    if (k.head_dim > 0)
+      for (const auto& f : kernel_fields()) out.push_back("kernel_d" + std::to_string(k.head_dim) + "." + f.name);
+  return out;
+}
+
+}  // namespace
+
+Sensitivity sensitivity(const PredictSpec& spec, const PredictTable& table, double move) {
+  if (table.counted.size() != table.cells.size()) throw Error("sensitivity needs the table's counted programs");
+  const std::size_t cols = spec.strategies.size(), rows = spec.seqs.size();
+  Sensitivity out;
+  out.move = move;
+  for (const Cell& c : table.cells) {
+    out.lo_us.push_back(c.time_us(spec.backward));
+    out.hi_us.push_back(c.time_us(spec.backward));
+  }
+  for (std::size_t i = 0; i < rows; ++i) out.fastest_base.push_back(fastest(table, i, cols, spec.backward));
+  for (const std::string& field : cost_fields(spec.machine)) {
+    Sensitivity::Param param;
+    param.field = field;
+    Machine probe = spec.machine;
+    param.value = *machine_value(probe, field);
+    bool changes = false;
+    for (const double factor : {1 - move, 1 + move}) {
+      const Machine m = scaled(spec.machine, field, factor);
+      PredictTable moved;
+      for (std::size_t i = 0; i < rows; ++i) {
+        Problem p = spec.problem;
+        p.seq = spec.seqs[i];
+        const double single = single_gpu_us(p, m, spec.backward);
+        for (std::size_t j = 0; j < cols; ++j)
+          moved.cells.push_back(time_cell(table.counted[i * cols + j], m, spec.backward, single));
+      }
+      auto& times = factor < 1 ? param.minus_us : param.plus_us;
+      auto& best = factor < 1 ? param.fastest_minus : param.fastest_plus;
+      for (std::size_t k = 0; k < moved.cells.size(); ++k) {
+        const double us = moved.cells[k].time_us(spec.backward);
+        times.push_back(us);
+        if (!moved.cells[k].valid) continue;
+        changes = changes || std::abs(us - table.cells[k].time_us(spec.backward)) > 1e-9 * (1 + us);
+        out.lo_us[k] = std::min(out.lo_us[k], us);
+        out.hi_us[k] = std::max(out.hi_us[k], us);
+      }
+      for (std::size_t i = 0; i < rows; ++i) best.push_back(fastest(moved, i, cols, spec.backward));
+    }
+    if (changes) out.params.push_back(std::move(param));
+  }
+  return out;
 }
 
 }  // namespace cpsim::model

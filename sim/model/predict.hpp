@@ -1,6 +1,7 @@
 // Predictions: for each sequence length and strategy, count the unchanged strategy code (count_run.hpp) and replay
-// it on a machine (clock.hpp). Also models the whole problem on one GPU, the rate every strategy is compared with:
-//   efficiency = T(1 GPU) / (C x T(C GPUs))       1.0 is perfect scaling.
+// it on a machine (clock.hpp). The baseline every strategy is compared with is one device running the plain
+// kernel on the whole sequence (one attention call of S x S, causal or not; no copies, no communication):
+//   efficiency = T(1 device) / (C x T(C devices))       1.0 is perfect scaling.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "sim/model/clock.hpp"
 #include "sim/model/machine.hpp"
+#include "sim/model/program.hpp"
 #include "sim/strategies/strategy.hpp"
 
 namespace cpsim::model {
@@ -19,11 +21,19 @@ struct StrategyChoice {
 };
 // "all_gather", "ulysses" (or "a2a"), "ring" (or "p2p"), "hybrid:A"; throws UsageError naming the accepted forms.
 StrategyChoice parse_choice(std::string_view text);
-std::string choice_label(const StrategyChoice& c, int ranks);  // "ring", "hybrid 2x4"
+// "ring", "hybrid 2x4" (A x R); "hybrid:3" where A does not divide C (such a mesh does not exist).
+std::string choice_label(const StrategyChoice& c, int ranks);
 // The problem a choice runs: the hybrid's A set from the choice, KV replication kept only where an A2A can use it.
 Problem problem_for(const Problem& base, const StrategyChoice& c);
-// The seed blog's columns: all_gather, ulysses, ring, and the hybrids 2 x C/2 and 4 x C/4 when they fit.
+// The blog post's columns: all_gather, ulysses, ring, and the hybrids 2 x C/2 and 4 x C/4 when they fit.
 std::vector<StrategyChoice> default_choices(int ranks);
+// A validation message in the words of `cpsim predict` and `cpsim plan`, whose flags differ from `cpsim run`'s:
+// "--strategy hybrid --a2a 4" becomes "--strategies hybrid:4", "--strategy ring" "--strategies ring".
+std::string in_predict_terms(const std::string& message);
+
+// Refuses (UsageError, naming the tensor, its size and a fix) a shape whose element, byte or pair counts would
+// not fit in 63 bits: the model counts them exactly, so they must be representable.
+void check_model_shape(const Problem& p);
 
 struct Cell {
   std::int64_t seq = 0;
@@ -37,8 +47,21 @@ struct Cell {
   double memory_us = 0;         // the slowest rank's copy / add / merge / fill time
   std::int64_t peak_bytes = 0;  // the most any rank held
   bool fits = true;             // peak_bytes within the machine's memory per rank
-  double efficiency = 0;        // T(1 GPU) / (C x T), forward + backward (forward alone without backward)
+  double efficiency = 0;        // T(1 device) / (C x T), forward + backward (forward alone without backward)
+  double time_us(bool backward) const { return backward ? total_us : forward_us; }
 };
+
+// A cell's counted programs, kept to replay on other machines (the sensitivity) without counting again.
+struct Counted {
+  Problem problem;
+  StrategyChoice strategy;
+  bool valid = true;
+  std::string why_not;
+  Programs programs;
+  std::int64_t peak_bytes = 0;
+};
+Counted count_cell(const Problem& base, const StrategyChoice& c, bool backward);
+Cell time_cell(const Counted& counted, const Machine& m, bool backward, double single_us);
 
 struct PredictSpec {
   Problem problem;  // ranks, heads, dtype, sharding...; seq is taken from `seqs`
@@ -46,20 +69,41 @@ struct PredictSpec {
   std::vector<StrategyChoice> strategies;
   Machine machine;
   bool backward = true;
+  bool keep_programs = false;  // keep every cell's Counted (for sensitivity())
 };
 
 struct PredictTable {
   std::vector<Cell> cells;              // seq-major, strategies in the order asked
-  std::vector<double> single_total_us;  // per seq: the whole problem on one GPU (forward [+ backward])
+  std::vector<double> single_total_us;  // per seq: the whole problem on one device (forward [+ backward])
+  std::vector<double> single_forward_tflops, single_backward_tflops;  // per seq: that device's kernel rates
+  std::vector<Counted> counted;         // when keep_programs: per cell
 };
 
 // One strategy at one length. Impossible shapes come back as !valid with the reason, not as an exception.
 Cell predict_cell(const Problem& p, const StrategyChoice& c, const Machine& m, bool backward, double single_us);
-// The whole problem on one GPU of the machine: forward [+ backward] time.
+// The whole problem on one device of the machine, the plain kernel: forward [+ backward] time.
 double single_gpu_us(const Problem& p, const Machine& m, bool backward);
+// That kernel's rate, useful TFLOP/s (flops / time, launch included), forward or backward.
+double single_gpu_tflops(const Problem& p, const Machine& m, bool backward);
 PredictTable predict(const PredictSpec& spec);
 
 // The fastest valid cell of a row (a sequence length), by forward + backward time or by forward time; -1 if none.
 int fastest(const PredictTable& t, std::size_t row, std::size_t columns, bool by_total);
+
+// Every cost field of the machine moved by -move and +move (each alone), the table replayed on each.
+struct Sensitivity {
+  double move = 0.25;
+  struct Param {
+    std::string field;
+    double value = 0;                              // the machine's value
+    std::vector<double> minus_us, plus_us;         // per cell: the time (as `fastest` ranks) with the field moved
+    std::vector<int> fastest_minus, fastest_plus;  // per row: the fastest column with the field moved
+  };
+  std::vector<Param> params;         // the fields that change at least one time
+  std::vector<double> lo_us, hi_us;  // per cell: the least and most time over every move (the cell's own too)
+  std::vector<int> fastest_base;     // per row
+};
+// spec.keep_programs must have been set for `table`.
+Sensitivity sensitivity(const PredictSpec& spec, const PredictTable& table, double move = 0.25);
 
 }  // namespace cpsim::model

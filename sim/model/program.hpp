@@ -2,8 +2,9 @@
 //
 // The counting device and communicator (counting_device.hpp, counting_comm.hpp) append to it while the unchanged
 // strategy code runs; the simulated clock (clock.hpp) replays it on a modeled machine. Ops carry sizes only:
-//   attention  flops, visible pairs, the block's rows and (batch x heads), forward or backward
-//   memory     a copy / add / merge / fill on the rank's device: bytes read + written
+//   attention  flops, visible pairs, the block's rows, (batch x heads) and head dim, forward or backward; backward:
+//              the dq, dk, dv elements it adds to
+//   memory     a copy / add / merge / fill on the rank's device: bytes read + written (merge: also its elements)
 //   isend      a message to `peer` (world rank) with `tag` and `bytes`, completed by wait(request)
 //   irecv      a message from `peer`, completed by wait(request)
 //   wait       blocks until `request` (an isend or irecv of this rank) is complete
@@ -36,10 +37,12 @@ struct Op {
   std::int64_t pairs = 0;               // visible (query, key) pairs, summed over batch and heads
   std::int64_t q_rows = 0, k_rows = 0;  // the block: [q_rows] x [k_rows] positions
   std::int64_t batch_heads = 0;         // B x Nq of the call
+  std::int64_t head_dim = 0;            // D
   std::vector<Span> q_spans, k_spans;   // the positions, for the trace (when Program::spans)
   // memory: name is "copy", "add", "merge" or "fill"
   std::string name;
   std::int64_t bytes = 0;  // memory: moved; p2p: the message; collective: per rank (see above)
+  std::int64_t elements = 0;  // merge: the accumulator's elements; backward attention: dq + dk + dv elements
   // point to point
   int peer = -1, tag = 0, request = -1;
   // collective

@@ -1,5 +1,6 @@
-// The simulated clock on hand-written programs: overlap where the program overlaps, collectives wait for their last
-// member, ports carry one message at a time, and impossible programs are refused.
+// The simulated clock on hand-written programs: overlap where the program overlaps (also a transfer waited for
+// ops later), collectives wait for their last member, ports carry one message at a time, a NIC is shared by the
+// flows that cross it, transfers in flight slow the compute by their share, and impossible programs are refused.
 #include "sim/model/clock.hpp"
 
 #include <doctest/doctest.h>
@@ -17,13 +18,13 @@ Machine simple_machine(int ranks_per_node = 8) {
   Machine m;
   m.name = "simple";
   m.ranks_per_node = ranks_per_node;
-  m.forward_tflops = m.backward_tflops = 1;
-  m.forward_half_len = m.backward_half_len = 0;
+  const KernelCurve flat{1, 0};
+  m.kernels = {KernelCurves{0, flat, flat, flat, flat}};
   m.sm_count = 1;
   m.launch_us = 0;
   m.hbm_gbps = 1;
-  m.intra = Link{1, 2};
-  m.inter = Link{0.5, 5};
+  m.intra = Link{2, 1, 1};      // latency 2 us, 1 GB/s
+  m.inter = Link{5, 0.5, 0.5};  // latency 5 us, 0.5 GB/s per NIC
   m.nics_per_node = ranks_per_node;
   m.collective_base_us = 1;
   return m;
@@ -139,7 +140,7 @@ TEST_CASE("ranks on different nodes talk at the network's rate") {
   const std::int64_t bytes = 5'000;
   const ModeledRun run =
       simulate(programs({{p2p(OpKind::isend, 1, bytes, 0), wait(0)}, {p2p(OpKind::irecv, 0, bytes, 0), wait(0)}}), m);
-  CHECK(run.total_us == doctest::Approx(m.inter.latency_us + bytes / (m.inter.gbps * 1e3)));
+  CHECK(run.total_us == doctest::Approx(m.inter.latency_us + bytes / (m.inter.p2p_gbps * 1e3)));
 }
 
 TEST_CASE("a wait that nothing can complete is reported as a deadlock naming the rank") {
@@ -190,4 +191,78 @@ TEST_CASE("the modeled timeline is a trace: compute events of a rank follow one 
   CHECK(computes == 2);
   CHECK(comms == 1);
   CHECK(run.forward_us == doctest::Approx(std::max(last_end, p2p_us(m, bytes, 0, 1))));
+}
+
+TEST_CASE("a transfer posted after one block and waited for only after the next hides behind the next block") {
+  // The ring backward's dK/dV: posted when a block is done, waited for just before the accumulator is needed.
+  const Machine m = simple_machine();
+  const Op block = attention(40e6);   // 40 us
+  const std::int64_t bytes = 20'000;  // 22 us on the link
+  REQUIRE(p2p_us(m, bytes, 0, 1) < attention_us(m, block));
+  const ModeledRun late = simulate(programs({{block, p2p(OpKind::isend, 1, bytes, 0), block, wait(0)},
+                                             {block, p2p(OpKind::irecv, 0, bytes, 0), block, wait(0)}}),
+                                   m);
+  CHECK(late.total_us == doctest::Approx(2 * attention_us(m, block)));
+  CHECK(late.ranks[0].blocked_us == doctest::Approx(0));
+  const ModeledRun now = simulate(programs({{block, p2p(OpKind::isend, 1, bytes, 0), wait(0), block},
+                                            {block, p2p(OpKind::irecv, 0, bytes, 0), wait(0), block}}),
+                                  m);
+  CHECK(now.total_us == doctest::Approx(2 * attention_us(m, block) + p2p_us(m, bytes, 0, 1)));
+}
+
+TEST_CASE("a node's NIC carries the flows that cross it one after another, and a lone flow gets all of it") {
+  // Two nodes of 4 ranks. Ranks 0 and 1 both send to the other node at once.
+  Machine m = simple_machine(4);
+  const std::int64_t bytes = 5'000;
+  const auto two_flows = programs({{p2p(OpKind::isend, 4, bytes, 0), wait(0)},
+                                   {p2p(OpKind::isend, 5, bytes, 0), wait(0)},
+                                   {},
+                                   {},
+                                   {p2p(OpKind::irecv, 0, bytes, 0), wait(0)},
+                                   {p2p(OpKind::irecv, 1, bytes, 0), wait(0)}});
+  const double one = p2p_us(m, bytes, 0, 4), busy = one - m.inter.latency_us;
+  CHECK(one == doctest::Approx(m.inter.latency_us + bytes / (m.inter.p2p_gbps * 1e3)));  // a lone flow: the NIC
+  m.nics_per_node = 1;  // both flows cross the one NIC: the second waits for the first
+  const ModeledRun shared = simulate(two_flows, m);
+  CHECK(std::max(shared.ranks[4].end_us, shared.ranks[5].end_us) == doctest::Approx(busy + one));
+  m.nics_per_node = 4;  // a NIC per GPU: side by side
+  const ModeledRun own = simulate(two_flows, m);
+  CHECK(std::max(own.ranks[4].end_us, own.ranks[5].end_us) == doctest::Approx(one));
+}
+
+TEST_CASE("a transfer in flight slows the compute it overlaps by its share of the SMs, and only while it runs") {
+  Machine m = simple_machine();
+  m.sm_count = 10;
+  const Op block = attention(100e6);  // 100 us alone (10 SMs, the block fills them)
+  Op wide = block;
+  wide.batch_heads = 10;  // 10 tiles: the whole machine
+  wide.pairs = 1000;      // every pair of the 10 heads visible
+  const double alone = attention_us(m, wide);
+  const std::int64_t bytes = 30'000;  // 30 us of transfer
+  const double busy = p2p_us(m, bytes, 0, 1) - m.intra.latency_us;
+  const auto overlapped =
+      programs({{p2p(OpKind::isend, 1, bytes, 0), wide, wait(0)}, {p2p(OpKind::irecv, 0, bytes, 0), wide, wait(0)}});
+  CHECK(simulate(overlapped, m).total_us == doctest::Approx(alone));  // comm_sms = 0: no contention
+  m.comm_sms = 2;  // the transfer holds 2 of 10 SMs while it moves: the block runs at 80% for `busy` us
+  const double share = 0.2;
+  CHECK(simulate(overlapped, m).total_us == doctest::Approx(alone + share * busy));
+}
+
+TEST_CASE("a strategy step costs the machine's fixed cost per step; a merge costs the stack's bytes per element") {
+  Machine m = simple_machine();
+  Op step;
+  step.kind = OpKind::step;
+  step.step = 0;
+  Op merge;
+  merge.kind = OpKind::memory;
+  merge.name = "merge";
+  merge.bytes = 3'000;
+  merge.elements = 500;
+  const auto prog = programs({{step, merge, step}});
+  CHECK(simulate(prog, m).total_us == doctest::Approx(3.0));  // 3000 bytes at 1 GB/s
+  m.step_us = 10;
+  m.merge_bytes_per_element = 38;  // 500 x 38 = 19000 bytes
+  const ModeledRun run = simulate(prog, m);
+  CHECK(run.total_us == doctest::Approx(2 * 10 + 19.0));
+  CHECK(run.ranks[0].overhead_us == doctest::Approx(20));
 }

@@ -144,3 +144,22 @@ TEST_CASE("tile counts follow the tiled kernel: a causal square of 3 tiles compu
   CHECK(full.computed == 9);
   CHECK(full.skipped == 0);
 }
+
+TEST_CASE("the counting device keeps a bf16 log-sum-exp in f32, as the GPU does, and counts its merges so") {
+  Problem p;
+  p.ranks = 2;
+  p.seq = 512;
+  p.heads = p.kv_heads = 4;
+  p.head_dim = 64;
+  p.dtype = DType::bf16;
+  const CountResult r = count_run(p, StrategyKind::ring, {.backward = false, .slots = 1});
+  int merges = 0;
+  for (const Op& op : r.programs.ranks[0].ops)
+    if (op.kind == OpKind::memory && op.name == "merge") {
+      ++merges;
+      // Accumulator and block, bf16 (2 bytes), and their log-sum-exps, f32 (4 bytes): 3 passes of each.
+      const std::int64_t out = op.elements, lse = op.elements / p.head_dim;
+      CHECK(op.bytes == 3 * 2 * out + 3 * 4 * lse);
+    }
+  CHECK(merges == 1);
+}

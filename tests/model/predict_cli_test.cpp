@@ -1,4 +1,4 @@
-// `cpsim predict`: the seed's table by default, the same numbers as the model in --json, one-line errors.
+// `cpsim predict`: the blog post's table by default, the same numbers as the model in --json, one-line errors.
 // (Numbers are read from the JSON as text: Boost's numeric getters trip -Wmaybe-uninitialized in sanitizer builds.)
 #include <doctest/doctest.h>
 
@@ -7,6 +7,8 @@
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 #include <filesystem>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "../cli/run_cli.hpp"
@@ -17,7 +19,7 @@ using namespace cpsim;
 using cpsim::test::count_lines;
 using cpsim::test::run_cli;
 
-TEST_CASE("cpsim predict prints the seed blog's table: five lengths, five strategies, times, memory, the fastest") {
+TEST_CASE("cpsim predict prints the blog post's table: five lengths, five strategies, times, memory, the fastest") {
   const auto r = run_cli("predict", "predict_default");
   REQUIRE(r.rc == 0);
   for (const char* s :
@@ -90,7 +92,7 @@ TEST_CASE("cpsim predict --print-machine prints a preset that loads back as the 
   const auto r = run_cli("predict --print-machine h100-ib", "predict_machine");
   REQUIRE(r.rc == 0);
   const model::Machine printed = model::parse_machine(r.out, "printed"), preset = model::load_machine("h100-ib");
-  CHECK(printed.inter.gbps == preset.inter.gbps);
+  CHECK(printed.inter.p2p_gbps == preset.inter.p2p_gbps);
   CHECK(printed.sources.size() == preset.sources.size());
 }
 
@@ -126,4 +128,111 @@ TEST_CASE("cpsim predict --trace asks for one length and one strategy, in one li
   CHECK(count_lines(r.err) == 1);
   CHECK(r.err.find("one length and one strategy") != std::string::npos);
   CHECK(r.out.empty());
+}
+
+namespace {
+
+// The long flags a program's --help lists.
+std::set<std::string> flags_of(const std::string& command) {
+  const auto help = run_cli(command + " --help", "flags_help");
+  std::set<std::string> flags;
+  const std::regex flag("--([a-z][a-z0-9-]*)");
+  for (auto it = std::sregex_iterator(help.out.begin(), help.out.end(), flag); it != std::sregex_iterator(); ++it)
+    flags.insert((*it)[1]);
+  return flags;
+}
+
+}  // namespace
+
+TEST_CASE("cpsim predict refuses a shape too large to count, --seq with --seqs, in one line with exit code 2") {
+  struct Bad {
+    const char* args;
+    const char* says;
+  };
+  for (const Bad& b : {Bad{"predict --heads 288230376151711744 --kv-heads 1", "q would hold B x S x Nq x D"},
+                       Bad{"predict --heads 288230376151711744", "more than the model counts exactly"},
+                       Bad{"predict --seq 4G --heads 65536", "the attention matrix would hold"},
+                       Bad{"predict --seq 16K --seqs 16K,32K", "--seq and --seqs both"}}) {
+    CAPTURE(b.args);
+    const auto r = run_cli(b.args, "predict_huge");
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find(b.says) != std::string::npos);
+  }
+}
+
+TEST_CASE("cpsim predict heads a hybrid column A x R only where A divides C") {
+  const auto r = run_cli("predict --seq 16K --strategies ring,hybid:2", "predict_label_bad");
+  CHECK(r.rc == 2);
+  const auto ok = run_cli("predict --seq 16K --strategies hybrid:3,hybrid:2", "predict_label");
+  REQUIRE(ok.rc == 0);
+  CHECK(ok.out.find("hybrid:3") != std::string::npos);
+  CHECK(ok.out.find("3x2") == std::string::npos);
+  CHECK(ok.out.find("hybrid 2x4") != std::string::npos);
+}
+
+TEST_CASE("every flag cpsim predict's and cpsim plan's messages suggest is a flag of that command") {
+  for (const std::string command : {"predict", "plan"}) {
+    CAPTURE(command);
+    const std::set<std::string> flags = flags_of(command);
+    REQUIRE(flags.count("heads") == 1);
+    // Inputs that make every strategy's constraint speak: head splits, GQA, meshes, lengths, nodes.
+    for (const std::string args : {" --seq 16K --heads 32 --kv-heads 8 --ranks 16 --machine h100-ib",
+                                   " --seq 16K --heads 6 --kv-heads 3 --ranks 8", " --seq 1000", " --ranks 16",
+                                   " --heads 12 --kv-heads 5", " --seq 16K --heads 4 --kv-heads 2 --ranks 8"}) {
+      const std::string extra = command == "predict" ? " --strategies all_gather,ulysses,ring,hybrid:2,hybrid:3" : "";
+      const auto r =
+          run_cli(command + args + (args.find("--seq 16K") != std::string::npos ? extra : ""), "flags_" + command);
+      CAPTURE(args);
+      const std::string text = r.out + r.err;
+      const std::regex used("--([a-z][a-z0-9-]*)");
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), used); it != std::sregex_iterator(); ++it) {
+        CAPTURE((*it)[0].str());
+        CHECK(flags.count((*it)[1]) == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "cpsim predict --sensitivity prints each time's range and what changes the fastest choice, as the model has them") {
+  const auto r =
+      run_cli("predict --seqs 16K,64K --strategies ulysses,ring,hybrid:4 --sensitivity --json", "predict_sens");
+  REQUIRE(r.rc == 0);
+  const auto j = cpsim::test::JsonReader::parse(r.out);
+  model::PredictSpec spec;
+  spec.problem.ranks = 8;
+  spec.problem.heads = spec.problem.kv_heads = 64;
+  spec.problem.head_dim = 128;
+  spec.problem.dtype = DType::bf16;
+  spec.seqs = {16 << 10, 64 << 10};
+  spec.strategies = {{StrategyKind::ulysses, 0}, {StrategyKind::ring, 0}, {StrategyKind::hybrid, 4}};
+  spec.machine = model::load_machine("h100-sxm-8");
+  spec.keep_programs = true;
+  const model::PredictTable t = model::predict(spec);
+  const model::Sensitivity s = model::sensitivity(spec, t);
+  const auto& sens = j["sensitivity"];
+  CHECK(sens["move"].num == doctest::Approx(0.25));
+  REQUIRE(sens["cells"].arr.size() == 6);
+  for (std::size_t k = 0; k < 6; ++k) {
+    CHECK(sens["cells"].arr[k]["low_ms"].num == doctest::Approx(s.lo_us[k] / 1e3));
+    CHECK(sens["cells"].arr[k]["high_ms"].num == doctest::Approx(s.hi_us[k] / 1e3));
+    CHECK(s.lo_us[k] < t.cells[k].total_us);  // a faster kernel helps every cell
+    CHECK(s.hi_us[k] > t.cells[k].total_us);
+  }
+  REQUIRE(sens["parameters"].arr.size() == s.params.size());
+  for (std::size_t i = 0; i < s.params.size(); ++i) CHECK(sens["parameters"].arr[i]["field"].str == s.params[i].field);
+  // The kernel's rate is among the costs that matter; the network of a one-node machine is not.
+  bool kernel = false;
+  for (const auto& p : s.params) {
+    kernel = kernel || p.field == "kernel_d128.backward_full_tflops";
+    CHECK(p.field.rfind("inter.", 0) != 0);
+  }
+  CHECK(kernel);
+  const auto text =
+      run_cli("predict --seqs 16K,64K --strategies ulysses,ring,hybrid:4 --sensitivity", "predict_sens_t");
+  REQUIRE(text.rc == 0);
+  CHECK(text.out.find("Range of the forward + backward time (ms)") != std::string::npos);
+  CHECK(text.out.find("The fastest choice (forward + backward)") != std::string::npos);
 }

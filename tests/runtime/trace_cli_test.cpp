@@ -46,6 +46,21 @@ TEST_CASE("cpsim run --html writes one page with the run and the benchmark inlin
   std::filesystem::remove(bench);
 }
 
+TEST_CASE("cpsim run --bench-json refuses a file that is not cpsim bench strategies output, before the run") {
+  const std::string page = dir + "trace_cli_badbench.html", bad = dir + "trace_cli_badbench.json";
+  for (const char* text : {"not json at all", "[1, 2]", R"({"traceEvents": []})"}) {
+    CAPTURE(text);
+    std::ofstream(bad) << text;
+    const auto r = run_cli("run --ranks 2 --seq 16 --html " + page + " --bench-json " + bad, "trace_badbench");
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("--bench-json") != std::string::npos);
+    CHECK(r.err.find("cpsim bench strategies --json") != std::string::npos);
+    CHECK(!std::filesystem::exists(page));
+  }
+  std::filesystem::remove(bad);
+}
+
 TEST_CASE("a trace or page into a missing folder exits 2 before the run, with one line") {
   for (const char* flag : {"--trace", "--html"}) {
     const auto r = run_cli(std::string("run --ranks 2 --seq 16 ") + flag + " " + dir + "no/such/folder/x", "trace3");

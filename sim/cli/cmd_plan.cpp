@@ -1,0 +1,130 @@
+// cpsim plan: the fastest ways to run one model shape's attention on C ranks of a machine that fit a GPU's memory,
+// found by searching every strategy, mesh, sharding and KV replication (sim/model/plan.hpp).
+#include <iostream>
+
+#include "sim/cli/cli.hpp"
+#include "sim/cli/model_options.hpp"
+#include "sim/cli/model_text.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/json.hpp"
+#include "sim/layout/layout.hpp"
+#include "sim/model/plan.hpp"
+
+namespace cpsim::cli {
+namespace {
+
+std::string gib(std::int64_t bytes) {
+  return fixed(static_cast<double>(bytes) / 1e9, 1);
+}
+
+void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_t top) {
+  const Problem& p = spec.problem;
+  const model::Machine& m = spec.machine;
+  std::cout << "Plan: attention of " << p.heads << " query heads (" << p.kv_heads << " KV) of " << p.head_dim
+            << ", S=" << size_label(p.seq) << ", B=" << p.batch << ", " << dtype_name(p.dtype) << ", "
+            << (p.causal ? "causal" : "full") << ", " << (spec.backward ? "forward + backward" : "forward") << "\n"
+            << "on " << p.ranks << " ranks of " << m.name << " (" << m.nodes_for(p.ranks) << " node(s) of "
+            << m.ranks_per_node << ", " << fixed(m.memory_gb, 0) << " GB per GPU)";
+  if (spec.layers > 0)
+    std::cout << "; activations of " << spec.layers << " layers of hidden size " << spec.hidden << " counted";
+  std::cout << "\n"
+            << plan.searched << " candidates searched (strategy x mesh x sharding x KV replication), "
+            << plan.fits.size() << " fit\n\n";
+  if (plan.fits.empty()) {
+    std::cout << "Nothing fits: use more ranks (--ranks " << p.ranks * 2 << "), fewer tokens (--seq), or fewer "
+              << "layers (activations are counted as kept, without recomputation)\n";
+  } else {
+    const std::size_t n = std::min(top, plan.fits.size());
+    std::cout << "The " << n << " fastest that fit (memory per GPU: attention buffers"
+              << (spec.layers > 0 ? " + activations" : "") << "):\n";
+    std::cout << pad("#", 3) << "  " << left("candidate", 34) << pad("time ms", 11) << pad("exposed ms", 12)
+              << pad("memory GB", 11) << pad("efficiency", 12) << "\n";
+    for (std::size_t i = 0; i < n; ++i) {
+      const model::PlanEntry& e = plan.fits[i];
+      std::cout << pad(std::to_string(i + 1), 3) << "  " << left(e.candidate.label, 34)
+                << pad(fixed(e.cell.time_us(spec.backward) / 1e3, 2), 11) << pad(fixed(e.cell.exposed_us / 1e3, 2), 12)
+                << pad(gib(e.total_bytes()), 11) << pad(fixed(e.cell.efficiency, 2), 12) << "\n";
+    }
+  }
+  if (!plan.rejected.empty()) {
+    std::cout << "\nRejected:\n";
+    for (const auto& r : plan.rejected) std::cout << "  " << r.kind << ": " << r.why << " -- " << r.configs << "\n";
+  }
+}
+
+void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_t top) {
+  const Problem& p = spec.problem;
+  JsonWriter j;
+  j.begin_object();
+  j.key("machine").begin_object().key("name").value(spec.machine.name).key("memory_gb").value(spec.machine.memory_gb);
+  j.end_object();
+  j.key("problem").begin_object().key("ranks").value(p.ranks).key("batch").value(p.batch).key("seq").value(p.seq);
+  j.key("heads").value(p.heads).key("kv_heads").value(p.kv_heads).key("head_dim").value(p.head_dim);
+  j.key("dtype").value(dtype_name(p.dtype)).key("causal").value(p.causal).key("backward").value(spec.backward);
+  j.key("layers").value(spec.layers).key("hidden").value(spec.hidden).end_object();
+  j.key("searched").value(plan.searched).key("fits").value(static_cast<std::int64_t>(plan.fits.size()));
+  j.key("fastest").begin_array();
+  for (std::size_t i = 0; i < std::min(top, plan.fits.size()); ++i) {
+    const model::PlanEntry& e = plan.fits[i];
+    j.begin_object().key("candidate").value(e.candidate.label);
+    j.key("strategy").value(model::choice_label(e.candidate.strategy, p.ranks));
+    j.key("sharding").value(sharding_name(e.candidate.sharding)).key("kv_replicate").value(e.candidate.kv_replicate);
+    j.key("time_ms").value(e.cell.time_us(spec.backward) / 1e3).key("forward_ms").value(e.cell.forward_us / 1e3);
+    j.key("exposed_ms").value(e.cell.exposed_us / 1e3).key("attention_bytes").value(e.cell.peak_bytes);
+    j.key("activation_bytes").value(e.activation_bytes).key("memory_bytes").value(e.total_bytes());
+    j.key("efficiency").value(e.cell.efficiency).end_object();
+  }
+  j.end_array().key("rejected").begin_array();
+  for (const auto& r : plan.rejected)
+    j.begin_object().key("kind").value(r.kind).key("why").value(r.why).key("candidates").value(r.configs).end_object();
+  j.end_array().end_object();
+  std::cout << j.str() << "\n";
+}
+
+int cmd_plan(const std::vector<std::string>& args) {
+  po::options_description desc(
+      "cpsim plan: the fastest strategies, meshes and shardings for a model shape that fit a GPU's memory");
+  std::string seq = "128K";
+  int layers = 0, top = 5;
+  std::int64_t hidden = 0;
+  ModelShapeOptions shape;
+  shape.shape.heads = 32;
+  add_model_shape_options(desc, shape);
+  desc.add_options()                                                                           //
+      ("seq,S", po::value(&seq)->default_value(seq), "sequence length (K, M = 1024, 1024^2)")  //
+      ("layers", po::value(&layers)->default_value(layers),
+       "transformer layers whose activations also fill the GPU (with --hidden)")                        //
+      ("hidden", po::value(&hidden)->default_value(hidden), "the model's hidden size (with --layers)")  //
+      ("top", po::value(&top)->default_value(top), "how many of the fastest to list")                   //
+      ("json", "print one JSON object");
+  po::variables_map vm;
+  if (!parse("plan", desc, args, vm)) return 0;
+  require(layers >= 0 && hidden >= 0, "--layers and --hidden count something, so they cannot be negative",
+          "use --layers 32 --hidden 4096");
+  require((layers > 0) == (hidden > 0), "activations need both the layer count and the hidden size",
+          "give --layers and --hidden together (e.g. --layers 32 --hidden 4096)");
+  require(top >= 1, "--top must be at least 1 (got " + std::to_string(top) + ")", "use --top 5");
+  model::PlanSpec spec;
+  spec.machine = model::load_machine(shape.machine);
+  spec.backward = vm.count("forward-only") == 0;
+  spec.layers = layers;
+  spec.hidden = hidden;
+  spec.problem = model_problem(shape, vm, 0, spec.machine);
+  spec.problem.seq = static_cast<std::int64_t>(parse_size("seq", seq));
+  // Shape errors every candidate shares (head counts, a length no layout cuts) are the user's to fix.
+  Problem probe = spec.problem;
+  probe.sharding = Sharding::contiguous;
+  validate_model_problem(probe, StrategyKind::ring);
+  const model::Plan plan = model::plan(spec);
+  if (vm.count("json"))
+    print_json(spec, plan, static_cast<std::size_t>(top));
+  else
+    print_text(spec, plan, static_cast<std::size_t>(top));
+  return 0;
+}
+
+}  // namespace
+
+CPSIM_COMMAND(plan, "the fastest ways to run a model shape's attention on C ranks that fit a GPU's memory", cmd_plan);
+
+}  // namespace cpsim::cli

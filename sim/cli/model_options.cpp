@@ -1,0 +1,47 @@
+#include "sim/cli/model_options.hpp"
+
+#include "sim/core/error.hpp"
+#include "sim/model/predict.hpp"
+
+namespace cpsim::cli {
+namespace {
+
+constexpr int kMaxRanks = 1024;  // one thread each in the counting run
+
+}  // namespace
+
+constexpr unsigned kShapeFlags =
+    kFlagRanks | kFlagBatch | kFlagHeads | kFlagKvHeads | kFlagHeadDim | kFlagDtype | kFlagFull;
+
+void add_model_shape_options(po::options_description& desc, ModelShapeOptions& o, unsigned more) {
+  static std::string presets;  // the help text must outlive desc
+  if (presets.empty()) {
+    for (const auto& n : model::machine_preset_names()) presets += n + " | ";
+    presets += "FILE.json";
+  }
+  desc.add_options()("machine", po::value(&o.machine)->default_value(o.machine), presets.c_str())(
+      "forward-only", "the forward pass only");
+  add_problem_options(desc, o.shape, kShapeFlags | more);
+}
+
+Problem model_problem(const ModelShapeOptions& o, const po::variables_map& vm, unsigned more,
+                      const model::Machine& machine) {
+  require(o.shape.ranks >= 1 && o.shape.ranks <= kMaxRanks,
+          "--ranks must be between 1 and " + std::to_string(kMaxRanks) + " (got " + std::to_string(o.shape.ranks) + ")",
+          "use --ranks 8");
+  model::check_fits(machine, o.shape.ranks);
+  RunConfig config;
+  apply_problem_options(o.shape, vm, kShapeFlags | more, config);
+  return config.problem;
+}
+
+void validate_model_problem(const Problem& p, StrategyKind kind) {
+  model::check_model_shape(p);
+  try {
+    validate(p, kind);
+  } catch (const UsageError& e) {
+    throw UsageError(model::in_predict_terms(e.what()));
+  }
+}
+
+}  // namespace cpsim::cli

@@ -1,0 +1,35 @@
+// The options `cpsim predict` and `cpsim plan` share: the machine, the forward-only switch, and the shape flags of
+// the one problem-flag table (problem_options.hpp) with the model's defaults (8 ranks, bf16, 64 heads of 128: the
+// blog post's shape), read into a Problem with the checks both need.
+#pragma once
+#include <string>
+
+#include "sim/cli/cli.hpp"
+#include "sim/cli/problem_options.hpp"
+#include "sim/model/machine.hpp"
+#include "sim/strategies/strategy.hpp"
+
+namespace cpsim::cli {
+
+struct ModelShapeOptions {
+  std::string machine = "h100-sxm-8";
+  ProblemOptions shape = [] {
+    ProblemOptions o;
+    o.ranks = 8;
+    o.dtype = "bf16";
+    o.heads = 64;
+    o.head_dim = 128;
+    return o;
+  }();
+};
+
+// --machine, --forward-only, and of the problem flags --ranks, --batch, --heads, --kv-heads, --head-dim, --dtype,
+// --full and the ones in `more` (predict adds --sharding and --kv-replicate).
+void add_model_shape_options(po::options_description& desc, ModelShapeOptions& o, unsigned more = 0);
+// The problem (seq left to the caller), after checking C against the counting run's limit and the machine's nodes.
+Problem model_problem(const ModelShapeOptions& o, const po::variables_map& vm, unsigned more,
+                      const model::Machine& machine);
+// validate() with its fixes in the words of predict's and plan's flags.
+void validate_model_problem(const Problem& p, StrategyKind kind);
+
+}  // namespace cpsim::cli

@@ -1,0 +1,42 @@
+#include "sim/cli/model_text.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+namespace cpsim::cli {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string size_label(std::int64_t n) {
+  if (n > 0 && n % (1 << 20) == 0) return std::to_string(n >> 20) + "M";
+  if (n > 0 && n % (1 << 10) == 0) return std::to_string(n >> 10) + "K";
+  return std::to_string(n);
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string pad(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+std::string left(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", fraction * 100);
+  return buf;
+}
+
+}  // namespace cpsim::cli

@@ -1,0 +1,16 @@
+// Text helpers shared by the model's commands (`cpsim predict`, `cpsim plan`, `cpsim calibrate`).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cpsim::cli {
+
+std::vector<std::string> split_list(const std::string& s);  // "16K,32K" -> {"16K", "32K"}; empty items dropped
+std::string size_label(std::int64_t n);                     // 16384 -> "16K", 1048576 -> "1M", 1000 -> "1000"
+std::string fixed(double v, int decimals);                  // "%.*f"
+std::string pad(const std::string& s, std::size_t width);   // right-aligned in `width` columns
+std::string left(const std::string& s, std::size_t width);  // left-aligned in `width` columns
+std::string percent(double fraction);                       // 0.0312 -> "+3.1%"
+
+}  // namespace cpsim::cli

@@ -1,0 +1,63 @@
+// A plan: every way to run one model shape's attention on C ranks of a machine, searched, kept where it fits the
+// memory of a GPU, and ranked by modeled time (`cpsim plan`).
+//
+// The search: strategy (all_gather, ulysses, ring, hybrid A x R for every A dividing C with 1 < A < C) x sharding
+// (zigzag, contiguous) x KV replication (for the all-to-all strategies, where A > Nkv and Nkv divides A). Each
+// candidate is counted on the counting device (its attention buffers, exactly: the peak the strategy reaches) and
+// replayed on the machine (predict.hpp). With --layers and --hidden the activations a transformer layer keeps
+// for its backward are added (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+// Models", eq. 1: s b h (34 + 5 a s / h) bytes per layer in 16-bit, the 5 a s / h term being the attention scores
+// FlashAttention never stores), with s the rank's S / C tokens:
+//   activations = layers x 34 x (S / C) x B x hidden bytes
+// A candidate fits when attention peak + activations <= the machine's memory per GPU.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/model/machine.hpp"
+#include "sim/model/predict.hpp"
+
+namespace cpsim::model {
+
+struct PlanSpec {
+  Problem problem;  // ranks, shape, dtype, causal; sharding and KV replication are searched
+  Machine machine;
+  bool backward = true;
+  int layers = 0;           // 0: attention buffers only
+  std::int64_t hidden = 0;  // the model's hidden size (with layers)
+};
+
+struct Candidate {
+  StrategyChoice strategy;
+  Sharding sharding = Sharding::zigzag;
+  bool kv_replicate = false;
+  std::string label;  // "hybrid 2x4, zigzag, KV replicated"
+};
+
+struct PlanEntry {
+  Candidate candidate;
+  Cell cell;                          // times, exposed communication, attention peak (peak_bytes)
+  std::int64_t activation_bytes = 0;  // per rank
+  std::int64_t total_bytes() const { return cell.peak_bytes + activation_bytes; }
+};
+
+// Candidates refused for one reason, one line each: "ulysses (zigzag, contiguous): splits the 32 KV heads ...".
+struct Rejection {
+  std::string kind;     // "ulysses", "hybrid", "all_gather", ...
+  std::string configs;  // the candidates, "hybrid 16x4 zigzag, hybrid 16x4 contiguous"
+  std::string why;
+};
+
+struct Plan {
+  std::vector<PlanEntry> fits;  // fastest first
+  std::vector<Rejection> rejected;
+  int searched = 0;
+};
+
+std::vector<Candidate> plan_candidates(const Problem& p);
+// activations = layers x 34 x (S / C) x B x hidden bytes (0 without layers).
+std::int64_t activation_bytes(const PlanSpec& spec);
+Plan plan(const PlanSpec& spec);
+
+}  // namespace cpsim::model
