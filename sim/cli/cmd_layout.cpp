@@ -1,5 +1,6 @@
 // cpsim layout: which positions each rank owns, the grid under the mask, the per-rank and per-step work, and every
 // sharding side by side with its imbalance. Everything is counted by formula on runs of positions, so any S is fast.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <numeric>
@@ -161,10 +162,12 @@ int cmd_layout(const std::vector<std::string>& args) {
   std::cout << "\n";
   if (!mask.plain() || !mask.causal()) std::cout << "Mask: " << mask.describe() << "\n";
   if (!docs.empty()) std::cout << "Documents: " << docs.describe() << "\n";
-  std::cout << "\nrank  chunks  positions                  chunk blocks  visible pairs  ring blocks\n";
+  std::size_t pos_w = 27;  // the positions column: as wide as its longest entry
+  for (int r = 0; r < C; ++r) pos_w = std::max(pos_w, positions_text(L.positions(r)).size() + 1);
+  std::cout << "\nrank  chunks  " << pad("positions", pos_w) << "chunk blocks  visible pairs  ring blocks\n";
   for (int r = 0; r < C; ++r) {
     std::cout << std::left << std::setw(6) << r << std::setw(8) << (chunk_grid ? chunks_text(L.chunks(r)) : "-")
-              << pad(positions_text(L.positions(r)), 27) << std::setw(14)
+              << pad(positions_text(L.positions(r)), pos_w) << std::setw(14)
               << (notebook ? (std::ostringstream() << blocks[r]).str() : "-") << std::setw(15) << pairs[r] << ring[r]
               << "\n";
   }
@@ -189,9 +192,11 @@ int cmd_layout(const std::vector<std::string>& args) {
     std::cout << "ring imbalance (each step's busiest rank, summed, over an even split): " << fixed2(ring_imbalance(steps))
               << "\n";
 
-  // 3. Every sharding under the same mask.
+  // 3. Every sharding under the same mask (the name column as wide as the longest name).
+  int name_w = 28;
+  for (const ShardingWork& w : side) name_w = std::max(name_w, static_cast<int>(w.name.size()) + 2);
   std::cout << "\nShardings side by side (visible pairs per head, " << mask.describe() << "):\n"
-            << std::left << std::setw(28) << "sharding";
+            << std::left << std::setw(name_w) << "sharding";
   const bool per_rank_columns = C <= kMaxRankColumns;
   if (per_rank_columns)
     for (int r = 0; r < C; ++r) std::cout << std::setw(10) << ("rank " + std::to_string(r));
@@ -200,7 +205,7 @@ int cmd_layout(const std::vector<std::string>& args) {
   std::cout << std::setw(10) << "max/mean" << "ring\n";
   std::vector<std::string> reasons;
   for (const ShardingWork& w : side) {
-    std::cout << std::setw(28) << w.name;
+    std::cout << std::setw(name_w) << w.name;
     if (!w.why_not.empty()) {
       std::cout << "n/a (" << reasons.size() + 1 << ")\n";
       reasons.push_back(w.why_not);
@@ -215,12 +220,12 @@ int cmd_layout(const std::vector<std::string>& args) {
   std::cout << std::right;
   for (std::size_t i = 0; i < reasons.size(); ++i) std::cout << "(" << i + 1 << ") " << reasons[i] << "\n";
   if (C > 1 && C <= kMaxStepColumns) {
-    std::cout << "\nBusiest rank over the mean, per ring step:\n" << std::left << std::setw(28) << "sharding";
+    std::cout << "\nBusiest rank over the mean, per ring step:\n" << std::left << std::setw(name_w) << "sharding";
     for (int i = 0; i < C; ++i) std::cout << std::setw(8) << ("step " + std::to_string(i));
     std::cout << "\n";
     for (const ShardingWork& w : side) {
       if (!w.why_not.empty()) continue;
-      std::cout << std::setw(28) << w.name;
+      std::cout << std::setw(name_w) << w.name;
       for (double x : step_imbalances(w.steps)) std::cout << std::setw(8) << fixed2(x);
       std::cout << "\n";
     }
