@@ -42,8 +42,8 @@ TEST_CASE("at, lower_bound, slice and spans agree with the expanded list on rand
     for (int r = 0, n = 1 + static_cast<int>(rng() % 4); r < n; ++r) {
       const std::int64_t width = 1 + static_cast<std::int64_t>(rng() % 3);
       const std::int64_t stride = rng() % 2 ? 1 : width + static_cast<std::int64_t>(rng() % 3);
-      const std::int64_t count = stride == 1 ? 1 + static_cast<std::int64_t>(rng() % 6)
-                                             : width * (1 + static_cast<std::int64_t>(rng() % 4));
+      const std::int64_t count =
+          stride == 1 ? 1 + static_cast<std::int64_t>(rng() % 6) : width * (1 + static_cast<std::int64_t>(rng() % 4));
       const PosRun run{at, count, stride, stride == 1 ? 1 : width};
       p.append(run);
       at = run.last() + 1 + static_cast<std::int64_t>(rng() % 3);

@@ -22,8 +22,8 @@ struct MaskCase {
 
 // The masks of issue 19: documents, a window, both; and the bidirectional forms of documents and windows.
 constexpr MaskCase kMasks[] = {
-    {"documents", true, 0, true},           {"window 7", true, 7, false},     {"documents, window 5", true, 5, true},
-    {"full, window 6", false, 6, false},    {"full, documents", false, 0, true},
+    {"documents", true, 0, true},        {"window 7", true, 7, false},        {"documents, window 5", true, 5, true},
+    {"full, window 6", false, 6, false}, {"full, documents", false, 0, true},
 };
 
 // S = 20C tokens; documents of 4, 2, 3 and 1 units of 2C (every one divisible by 2C: per-document zigzag cuts them).
