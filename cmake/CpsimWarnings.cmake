@@ -7,6 +7,8 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_L
 endif()
 if(CPSIM_NATIVE)
   target_compile_options(cpsim_flags INTERFACE -march=native)
+elseif(CPSIM_MARCH)
+  target_compile_options(cpsim_flags INTERFACE -march=${CPSIM_MARCH})
 endif()
 if(CPSIM_SANITIZE STREQUAL "address")
   target_compile_options(cpsim_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)

@@ -20,12 +20,13 @@ enum ProblemFlag : unsigned {
   kFlagBackward = 1u << 13,                                          // --backward
   kFlagSeed = 1u << 14,                                              // --seed
   kFlagTimeout = 1u << 15,                                           // --timeout
-  kFlagDocs = 1u << 16,                                              // --docs
-  kFlagPadDocs = 1u << 17,                                           // --pad-docs
-  kFlagWindow = 1u << 18,                                            // --window
-  kFlagChunk = 1u << 19,                                             // --chunk
+  kFlagKernel = 1u << 16,                                            // --kernel
+  kFlagDocs = 1u << 17,                                              // --docs
+  kFlagPadDocs = 1u << 18,                                           // --pad-docs
+  kFlagWindow = 1u << 19,                                            // --window
+  kFlagChunk = 1u << 20,                                             // --chunk
   kFlagsMask = kFlagDocs | kFlagPadDocs | kFlagWindow | kFlagChunk,  // the mask and the shardings it needs
-  kAllProblemFlags = (1u << 20) - 1,
+  kAllProblemFlags = (1u << 21) - 1,
 };
 
 }  // namespace cpsim::cli

@@ -26,6 +26,8 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
   add_switch(kFlagFull, "full", "attention without the causal mask");
   add(kFlagBackend, "backend", &o.backend,
       "threads | processes | mpi (under mpirun -np C; MPI builds) | cuda-threads | nccl (CUDA builds)");
+  add(kFlagKernel, "kernel", &o.kernel,
+      "cuda-threads, nccl: the attention kernels, auto | mma2 | mma1 | simt (docs/gpu.md)");
   add_switch(kFlagBackward, "backward", "run the backward pass too");
   add(kFlagSeed, "seed", &o.seed, "seed of the inputs");
   add(kFlagTimeout, "timeout", &o.timeout_s, "seconds any rank may wait before a deadlock is reported");
@@ -57,6 +59,7 @@ ProblemOptions problem_options(const RunConfig& c) {
   for (std::int64_t L : p.docs.lengths) o.docs += (o.docs.empty() ? "" : ",") + std::to_string(L);
   o.window = p.window;
   o.chunk = p.chunk;
+  o.kernel = c.device.kernel;
   return o;
 }
 
@@ -106,12 +109,13 @@ void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm,
   }
   require(!p.docs.pad || p.docs.any(), "--pad-docs pads the documents of --docs",
           "add --docs L1,L2,... or drop --pad-docs");
+  if (flags & kFlagKernel) c.device.kernel = o.kernel;
 }
 
 RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm) {
   RunConfig c;
   apply_problem_options(o, vm, kAllProblemFlags, c);
-  validate(c.problem, c.strategy);
+  check_config(c);
   return c;
 }
 

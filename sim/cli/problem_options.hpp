@@ -15,7 +15,7 @@
 namespace cpsim::cli {
 
 struct ProblemOptions {
-  std::string strategy = "ring", sharding = "zigzag", dtype = "f64", backend = "threads";
+  std::string strategy = "ring", sharding = "zigzag", dtype = "f64", backend = "threads", kernel = "auto";
   std::string docs;  // --docs L1,L2,... or random:K; empty: one sequence
   int ranks = 4, a2a = 0;
   std::int64_t batch = 1, seq = 64, heads = 4, kv_heads = 0, head_dim = 16;
@@ -34,7 +34,8 @@ ProblemOptions problem_options(const RunConfig& config);
 // no configuration can hold (an unknown name, a negative --a2a, a timeout <= 0); shapes are validated by the run.
 void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm, unsigned flags, RunConfig& config);
 
-// Every flag applied to a fresh configuration, then validated (UsageError for impossible combinations).
+// Every flag applied to a fresh configuration, then validated as run() validates it (check_config: UsageError for
+// impossible combinations).
 RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm);
 
 }  // namespace cpsim::cli

@@ -18,37 +18,40 @@
 
 namespace cpsim {
 
-GpuAttentionTiming time_gpu_attention(std::int64_t seq, std::int64_t heads, std::int64_t head_dim, DType dtype,
-                                      int repetitions, int device_index) {
+GpuAttentionTiming time_gpu_attention(const GpuAttentionShape& shape, GpuKernel kernel, int repetitions,
+                                      int device_index) {
   Recorder rec;
-  auto dev_owner = make_cuda_device(rec, device_index);
+  auto dev_owner = make_cuda_device(rec, device_index, kernel);
   auto& dev = dynamic_cast<cuda::CudaDevice&>(*dev_owner);
   const cudaStream_t s = dev.gpu().compute();
-  const Dims d{1, seq, heads, head_dim};
-  const Buffer q = dev.alloc(d, dtype, Layout::bsnd, "q"), k = dev.alloc(d, dtype, Layout::bsnd, "k"),
-               v = dev.alloc(d, dtype, Layout::bsnd, "v"), dout = dev.alloc(d, dtype, Layout::bsnd, "dout");
+  const DType dtype = shape.dtype;
+  const Dims d{1, shape.seq, shape.heads, shape.head_dim}, dkv{1, shape.seq, shape.kv_heads, shape.head_dim};
+  const Buffer q = dev.alloc(d, dtype, Layout::bsnd, "q"), k = dev.alloc(dkv, dtype, Layout::bsnd, "k"),
+               v = dev.alloc(dkv, dtype, Layout::bsnd, "v"), dout = dev.alloc(d, dtype, Layout::bsnd, "dout");
   const Buffer out = dev.alloc(d, dtype, Layout::bsnd, "out");
-  const Buffer lse = dev.alloc({1, seq, heads, 1}, dtype, Layout::bns, "lse");
-  const Buffer dq = dev.alloc(d, DType::f32, Layout::bsnd, "dq"), dk = dev.alloc(d, DType::f32, Layout::bsnd, "dk"),
-               dv = dev.alloc(d, DType::f32, Layout::bsnd, "dv");
+  const Buffer lse = dev.alloc({1, shape.seq, shape.heads, 1}, dtype, Layout::bns, "lse");
+  const Buffer dq = dev.alloc(d, DType::f32, Layout::bsnd, "dq"), dk = dev.alloc(dkv, DType::f32, Layout::bsnd, "dk"),
+               dv = dev.alloc(dkv, DType::f32, Layout::bsnd, "dv");
   std::uint64_t seed = 1;
   for (const Buffer* b : {&q, &k, &v, &dout})
     cuda::check(cuda::launch_fill_random(cuda::to_gpu_view(View(*b)), seed++, s), "random inputs");
-  const Positions pos = iota_positions(0, seq);
+  const Positions pos = iota_positions(0, shape.seq);
   GpuAttentionTiming t;
   t.fwd_ms = t.bwd_ms = 1e300;
   for (int i = 0; i <= repetitions; ++i) {  // the first round warms up and is not counted
     const WorkCounts w = dev.attention_forward(View(q), pos, View(k), View(v), pos, View(out), View(lse));
-    if (i > 0) t.fwd_ms = std::min(t.fwd_ms, dev.last_kernel_ms());
+    const double ms = dev.last_kernel_ms();  // waits for this call's kernels
+    if (i > 0) t.fwd_ms = std::min(t.fwd_ms, ms);
     t.fwd_flops = w.flops;
-    t.fwd_path = dev.last_path() == cuda::AttentionPath::mma ? "mma" : "simt";
+    t.fwd_path = cuda::path_name(dev.last_path());
   }
   for (int i = 0; i <= repetitions; ++i) {
     const WorkCounts w = dev.attention_backward(View(q), pos, View(k), View(v), pos, View(out), View(lse), View(dout),
                                                 View(dq), View(dk), View(dv));
-    if (i > 0) t.bwd_ms = std::min(t.bwd_ms, dev.last_kernel_ms());
+    const double ms = dev.last_kernel_ms();
+    if (i > 0) t.bwd_ms = std::min(t.bwd_ms, ms);
     t.bwd_flops = w.flops;
-    t.bwd_path = dev.last_path() == cuda::AttentionPath::mma ? "mma" : "simt";
+    t.bwd_path = cuda::path_name(dev.last_path());
   }
   return t;
 }

@@ -69,17 +69,22 @@ GpuView to_gpu_view(const View& v) {
   return g;
 }
 
-CudaDevice::CudaDevice(Recorder& rec, std::shared_ptr<RankGpu> gpu) : Device(rec), gpu_(std::move(gpu)) {
+CudaDevice::CudaDevice(Recorder& rec, std::shared_ptr<RankGpu> gpu, GpuKernel kernel)
+    : Device(rec), gpu_(std::move(gpu)), kernel_(kernel) {
   check(cudaSetDevice(gpu_->device()), "selecting the rank's GPU");
   check(cudaEventCreate(&start_), "creating a timing event");
   check(cudaEventCreate(&stop_), "creating a timing event");
+  for (Staging& st : staging_) check(cudaEventCreateWithFlags(&st.copied, cudaEventDisableTiming), "creating an event");
 }
 
 CudaDevice::~CudaDevice() {
   cudaStreamSynchronize(gpu_->compute());
-  if (pos_dev_) cudaFreeAsync(pos_dev_, gpu_->compute());
-  if (di_) cudaFreeAsync(di_, gpu_->compute());
-  if (pos_host_) cudaFreeHost(pos_host_);
+  for (void* p : {pos_dev_, di_, part_})
+    if (p) cudaFreeAsync(p, gpu_->compute());
+  for (Staging& st : staging_) {
+    if (st.host) cudaFreeHost(st.host);
+    cudaEventDestroy(st.copied);
+  }
   cudaEventDestroy(start_);
   cudaEventDestroy(stop_);
 }
@@ -175,22 +180,27 @@ AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View
   if (q.d() > kSimtMaxHeadDim)
     throw UsageError("the CUDA kernels take head dims up to " + std::to_string(kSimtMaxHeadDim) + " (got " +
                      std::to_string(q.d()) + "); use --head-dim 128");
-  // Positions: q then k, one per row, through pinned memory; the previous call's copy is done (every call ends
-  // waiting).
+  // Positions: q then k, one per row (expanded from their runs), through the next pinned staging slot, once the copy
+  // that last read it is done. The device copy is one buffer: the stream runs this call's copy after the previous
+  // call's kernels.
   const std::vector<std::int64_t> qp = q_pos.expand(), kp = k_pos.expand();
   const std::size_t n = qp.size() + kp.size();
-  if (n > pos_host_cap_) {
-    if (pos_host_) cudaFreeHost(pos_host_);
-    pos_host_ = nullptr;
-    pos_host_cap_ = 0;
-    check(cudaMallocHost(&pos_host_, n * sizeof(std::int64_t)), "allocating pinned memory for positions");
-    pos_host_cap_ = n;
+  Staging& st = staging_[static_cast<std::size_t>(next_staging_)];
+  next_staging_ = (next_staging_ + 1) % kStaging;
+  check(cudaEventSynchronize(st.copied), "waiting for a positions copy");  // done at once unless recorded and pending
+  if (n > st.cap) {
+    if (st.host) cudaFreeHost(st.host);
+    st.host = nullptr;
+    st.cap = 0;
+    check(cudaMallocHost(&st.host, n * sizeof(std::int64_t)), "allocating pinned memory for positions");
+    st.cap = n;
   }
-  std::memcpy(pos_host_, qp.data(), qp.size() * sizeof(std::int64_t));
-  std::memcpy(pos_host_ + qp.size(), kp.data(), kp.size() * sizeof(std::int64_t));
+  std::memcpy(st.host, qp.data(), qp.size() * sizeof(std::int64_t));
+  std::memcpy(st.host + qp.size(), kp.data(), kp.size() * sizeof(std::int64_t));
   auto* pos = static_cast<std::int64_t*>(workspace(pos_dev_, pos_dev_cap_, n * sizeof(std::int64_t)));
-  check(cudaMemcpyAsync(pos, pos_host_, n * sizeof(std::int64_t), cudaMemcpyHostToDevice, gpu_->compute()),
+  check(cudaMemcpyAsync(pos, st.host, n * sizeof(std::int64_t), cudaMemcpyHostToDevice, gpu_->compute()),
         "copying positions to the GPU");
+  check(cudaEventRecord(st.copied, gpu_->compute()), "recording a copy event");
   AttentionArgs a;
   a.q = to_gpu_view(q);
   a.k = to_gpu_view(k);
@@ -205,20 +215,46 @@ AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View
   return a;
 }
 
-TileCounts CudaDevice::run(const AttentionArgs& a, bool backward, const Positions& q_pos, const Positions& k_pos,
+AttentionPath CudaDevice::path_for(const AttentionArgs& a, bool backward) const {
+  const bool mma = mma_takes(a, backward);
+  switch (kernel_) {
+    case GpuKernel::automatic:
+      return mma ? AttentionPath::mma2 : AttentionPath::simt;
+    case GpuKernel::simt:
+      return AttentionPath::simt;
+    case GpuKernel::mma2:
+    case GpuKernel::mma1:
+      break;
+  }
+  if (!mma)
+    throw UsageError(std::string("--kernel ") + gpu_kernel_name(kernel_) +
+                     " runs on the tensor cores, which take bf16 q, k, v (and f32 gradients) with head dim 64 or 128 "
+                     "and rows on 16 bytes; this call has head dim " +
+                     std::to_string(a.q.d) + "; use --kernel auto");
+  return kernel_ == GpuKernel::mma2 ? AttentionPath::mma2 : AttentionPath::mma1;
+}
+
+TileCounts CudaDevice::run(AttentionArgs& a, bool backward, const Positions& q_pos, const Positions& k_pos,
                            bool causal) {
-  last_path_ = choose_path(a, backward);
+  last_path_ = path_for(a, backward);
   const cudaStream_t s = gpu_->compute();
+  if (backward && last_path_ == AttentionPath::mma2 && a.group > 1) {  // the per-query-head dK, dV scratch
+    const std::size_t each = static_cast<std::size_t>(a.q.nb) * a.k.ns * a.q.nh * a.q.d;
+    auto* part = static_cast<float*>(workspace(part_, part_cap_, 2 * each * sizeof(float)));
+    a.dk_part = part;
+    a.dv_part = part + each;
+  }
+  const char* what = backward ? "attention backward" : "attention forward";
   check(cudaEventRecord(start_, s), "recording a timing event");
-  check(backward ? launch_attention_backward(a, last_path_, s) : launch_attention_forward(a, last_path_, s),
-        backward ? "attention backward" : "attention forward");
+  check(backward ? launch_attention_backward(a, last_path_, s) : launch_attention_forward(a, last_path_, s), what);
   check(cudaEventRecord(stop_, s), "recording a timing event");
-  gpu_->wait(s, backward ? "attention backward" : "attention forward");
-  float ms = 0;
-  check(cudaEventElapsedTime(&ms, start_, stop_), "reading a timing event");
-  last_ms_ = ms;
-  const bool mma = last_path_ == AttentionPath::mma;
-  TileCounts per_head = count_tiles(q_pos, k_pos, causal, mma ? kMmaRows : 1, mma ? kMmaRows : kSimtKeys);
+  if (recorder().tracing()) gpu_->wait(s, what);  // the trace's compute times are then the kernels' own
+  int rows = 1, keys = kSimtKeys;
+  if (last_path_ != AttentionPath::simt) {
+    rows = last_path_ == AttentionPath::mma2 && !backward ? kMma2ForwardRows : kMmaRows;
+    keys = kMmaRows;
+  }
+  const TileCounts per_head = count_tiles(q_pos, k_pos, causal, rows, keys);
   const std::int64_t heads = static_cast<std::int64_t>(a.q.nb) * a.q.nh;
   return {per_head.computed * heads, per_head.skipped * heads};
 }
@@ -232,13 +268,20 @@ void require_plain_mask(const Mask& mask) {
 }
 }  // namespace
 
+double CudaDevice::last_kernel_ms() {
+  check(cudaEventSynchronize(stop_), "waiting for the last attention call");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, start_, stop_), "reading a timing event");
+  return ms;
+}
+
 TileCounts CudaDevice::do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                             const Positions& k_pos, const View& out, const View& lse, const Mask& mask,
                                             double scale) {
   require_plain_mask(mask);
   const bool causal = mask.causal();
   check_activations({&q, &k, &v, &out}, "attention forward");
-  const AttentionArgs a = args(q, q_pos, k, v, k_pos, out, lse, causal, scale);
+  AttentionArgs a = args(q, q_pos, k, v, k_pos, out, lse, causal, scale);
   return run(a, false, q_pos, k_pos, causal);
 }
 

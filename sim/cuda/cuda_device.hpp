@@ -9,14 +9,18 @@
 //            also a view whose rows step through the buffer, which GpuView's row stride carries).
 //   masks    the kernels implement the causal and full masks; a call with documents or a window is refused
 //            with an Error (run() refuses such a run before it starts, sim/runtime/run.cpp).
-//   ordering fill, copy, add and merge are queued on the compute stream; an attention call waits for its kernels,
-//            so the Recorder's compute times are kernel times; upload and download block until done.
+//   ordering fill, copy, add, merge and attention are queued on the compute stream and return without waiting;
+//            upload, download and synchronize() block until done. With tracing on, an attention call also waits for
+//            its kernels, so that the trace's compute times are kernel times.
+//   kernels  the GpuKernel given at construction (--kernel): auto runs mma2 where the tensor cores take the call.
 #pragma once
 #include <cuda_runtime.h>
 
+#include <array>
 #include <memory>
 #include <string>
 
+#include "sim/cuda/gpu_kernel.hpp"
 #include "sim/cuda/kernels/launch.hpp"
 #include "sim/cuda/rank_gpu.hpp"
 #include "sim/kernels/device.hpp"
@@ -25,7 +29,7 @@ namespace cpsim::cuda {
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(Recorder& rec, std::shared_ptr<RankGpu> gpu);
+  CudaDevice(Recorder& rec, std::shared_ptr<RankGpu> gpu, GpuKernel kernel = GpuKernel::automatic);
   ~CudaDevice() override;
 
   std::string name() const override { return "cuda"; }
@@ -41,8 +45,8 @@ class CudaDevice final : public Device {
   void merge(const View& out_acc, const View& lse_acc, const View& out_t, const View& lse_t) override;
   void synchronize() override;
 
-  // The last attention call: its kernels' time (CUDA events) and which kernel ran.
-  double last_kernel_ms() const { return last_ms_; }
+  // The last attention call: its kernels' time (CUDA events; waits for them to finish) and which kernel ran.
+  double last_kernel_ms();
   AttentionPath last_path() const { return last_path_; }
 
  protected:
@@ -57,18 +61,29 @@ class CudaDevice final : public Device {
  private:
   AttentionArgs args(const View& q, const Positions& q_pos, const View& k, const View& v, const Positions& k_pos,
                      const View& out, const View& lse, bool causal, double scale);
-  TileCounts run(const AttentionArgs& a, bool backward, const Positions& q_pos, const Positions& k_pos, bool causal);
+  AttentionPath path_for(const AttentionArgs& a, bool backward) const;
+  TileCounts run(AttentionArgs& a, bool backward, const Positions& q_pos, const Positions& k_pos, bool causal);
   void* workspace(void*& ptr, std::size_t& cap, std::size_t bytes);
 
   std::shared_ptr<RankGpu> gpu_;
+  GpuKernel kernel_;
   void* pos_dev_ = nullptr;  // q and k positions, device copy
   std::size_t pos_dev_cap_ = 0;
-  std::int64_t* pos_host_ = nullptr;  // pinned staging for them
-  std::size_t pos_host_cap_ = 0;
+  // Pinned staging for the positions, one slot per call in flight: a slot is written again only once the copy that
+  // read it is done (its event), so the host waits at most for a copy kStaging calls back, never for each call.
+  struct Staging {
+    std::int64_t* host = nullptr;
+    std::size_t cap = 0;
+    cudaEvent_t copied = nullptr;
+  };
+  static constexpr int kStaging = 8;
+  std::array<Staging, kStaging> staging_{};
+  int next_staging_ = 0;
   void* di_ = nullptr;  // backward: Di per query row
   std::size_t di_cap_ = 0;
+  void* part_ = nullptr;  // mma2 backward with GQA: per-query-head dK and dV before the group sum
+  std::size_t part_cap_ = 0;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  double last_ms_ = 0;
   AttentionPath last_path_ = AttentionPath::simt;
 };
 

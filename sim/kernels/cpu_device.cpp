@@ -167,7 +167,9 @@ CPSIM_DEVICE(cpu) {
   info.name = "cpu";
   info.dtypes = {DType::f32, DType::f64};
   info.gpu = false;
-  info.make = [](Recorder& rec) -> std::unique_ptr<Device> { return std::make_unique<CpuDevice>(rec); };
+  info.make = [](Recorder& rec, const DeviceSettings&) -> std::unique_ptr<Device> {
+    return std::make_unique<CpuDevice>(rec);
+  };
 }
 
 }  // namespace cpsim

@@ -28,12 +28,16 @@ const DeviceInfo& device_info(const std::string& name) {
   return it->second;
 }
 
-std::unique_ptr<Device> make_device(const std::string& name, Recorder& rec) {
-  return device_info(name).make(rec);
+std::unique_ptr<Device> make_device(const std::string& name, Recorder& rec, const DeviceSettings& settings) {
+  return device_info(name).make(rec, settings);
 }
 
 bool computes_in(const DeviceInfo& device, DType dtype) {
   return std::find(device.dtypes.begin(), device.dtypes.end(), dtype) != device.dtypes.end();
+}
+
+bool offers_kernel(const DeviceInfo& device, const std::string& kernel) {
+  return kernel == "auto" || std::find(device.kernels.begin(), device.kernels.end(), kernel) != device.kernels.end();
 }
 
 }  // namespace cpsim

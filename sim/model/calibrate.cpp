@@ -305,6 +305,15 @@ AttentionBench parse_attention_bench(const std::string& text, const std::string&
           "use head dims up to 1024");
   const auto points = root.get_child_optional("points");
   require(points && !points->empty(), origin + " has no \"points\"", fix);
+  // One curve per head dim: a bench of several kernels side by side (`--kernel mma2 mma1`) would mix their speeds.
+  std::string kernel;
+  for (const auto& [_, p] : *points) {
+    const std::string k = p.get<std::string>("kernel", "");
+    require(kernel.empty() || k == kernel,
+            origin + " holds points of several kernels (" + kernel + ", " + k + "); the fit needs one kernel's",
+            "run `cpsim bench gpu_attention --json` with one --kernel (the one runs use, e.g. auto)");
+    if (!k.empty()) kernel = k;
+  }
   for (const auto& [_, p] : *points) {
     b.seqs.push_back(get(p, "seq"));
     b.fwd_ms.push_back(get(p, "fwd_ms"));

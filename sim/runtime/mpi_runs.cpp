@@ -41,6 +41,7 @@ std::string encode_run(const RunConfig& c) {
   w.put(p.window);
   w.put(p.chunk);
   w.put(static_cast<std::uint8_t>(c.backend));
+  w.put(c.device.kernel);
   w.put(c.backward);
   w.put(c.check);
   w.put(c.seed);
@@ -73,6 +74,7 @@ RunConfig decode_run(const std::string& bytes) {
   r.get(p.window);
   r.get(p.chunk);
   c.backend = static_cast<Backend>(r.get<std::uint8_t>());
+  r.get(c.device.kernel);
   r.get(c.backward);
   r.get(c.check);
   r.get(c.seed);

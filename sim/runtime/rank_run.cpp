@@ -41,7 +41,8 @@ std::string run_rank(const RunConfig& cfg, Communicator& comm) {
   const Problem& p = cfg.problem;
   Recorder& rec = comm.recorder();
   if (cfg.step_hook) rec.set_step_hook([&](const std::string& phase, int step) { cfg.step_hook(comm, phase, step); });
-  const auto dev_owner = make_device(built_in_backend(cfg.backend).device, rec);  // a GPU rank: its launcher's GPU
+  // A GPU rank's device: its launcher's GPU and streams.
+  const auto dev_owner = make_device(built_in_backend(cfg.backend).device, rec, cfg.device);
   Device& dev = *dev_owner;
   const int r = comm.rank();
   const std::int64_t s = p.seq / p.ranks;  // S/C rows on every rank, in every sharding

@@ -11,6 +11,13 @@ namespace cpsim {
 
 namespace {
 
+// "a, b or c".
+std::string one_of(const std::vector<std::string>& names) {
+  std::string s;
+  for (std::size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return s;
+}
+
 // The backend must be built in, and its device must compute in the problem's dtype and implement its mask.
 void check_backend(const RunConfig& cfg) {
   const std::string& device = built_in_backend(cfg.backend).device;
@@ -21,12 +28,38 @@ void check_backend(const RunConfig& cfg) {
             "use --backend threads or processes for documents and windows");
   }
   if (computes_in(info, cfg.problem.dtype)) return;
-  std::string fix;
-  for (DType t : info.dtypes) fix += (fix.empty() ? "" : " or ") + std::string(dtype_name(t));
+  std::vector<std::string> fix;
+  for (DType t : info.dtypes) fix.emplace_back(dtype_name(t));
   const std::string dtype(dtype_name(cfg.problem.dtype));
   throw UsageError((cfg.problem.dtype == DType::bf16 ? std::string("bf16 needs a GPU device")
                                                      : dtype + " is not computed by the " + device + " device") +
-                   "; use --dtype " + fix + " on the " + std::string(backend_name(cfg.backend)) + " backend");
+                   "; use --dtype " + one_of(fix) + " on the " + std::string(backend_name(cfg.backend)) + " backend");
+}
+
+// The backend's device must offer the kernels asked for (--kernel), and they must take the problem.
+void check_kernel(const RunConfig& cfg) {
+  const std::string& kernel = cfg.device.kernel;
+  if (kernel == "auto") return;
+  const DeviceInfo& info = device_info(built_in_backend(cfg.backend).device);
+  if (offers_kernel(info, kernel)) {
+    const Problem& p = cfg.problem;
+    const std::string why = info.kernel_problem ? info.kernel_problem(kernel, p.dtype, p.head_dim) : "";
+    if (!why.empty()) throw UsageError(why);
+    return;
+  }
+  if (!info.kernels.empty()) {
+    std::vector<std::string> names{"auto"};
+    names.insert(names.end(), info.kernels.begin(), info.kernels.end());
+    throw UsageError("unknown --kernel '" + kernel + "'; use " + one_of(names));
+  }
+  std::vector<std::string> choosing;  // the built-in backends whose device offers a choice of kernels
+  for (Backend b : built_in_backends())
+    if (!device_info(built_in_backend(b).device).kernels.empty()) choosing.emplace_back(backend_name(b));
+  const std::string fix = choosing.empty() ? "leave --kernel out (no device of this build offers a choice)"
+                                           : "use --backend " + one_of(choosing) + ", or leave --kernel out";
+  const std::string backend(backend_name(cfg.backend));
+  throw UsageError("--kernel chooses among a device's attention kernels, and the " + info.name +
+                   " device of --backend " + backend + " has no choice (got --kernel " + kernel + "); " + fix);
 }
 
 // x's [B, nh, n] LSE, for heads [h0, h0 + nh) at the n listed positions, into lse [B, Nq, S].
@@ -52,10 +85,15 @@ GlobalTensors make_inputs(const RunConfig& cfg) {
   return t;
 }
 
+void check_config(const RunConfig& cfg) {
+  validate(cfg.problem, cfg.strategy);
+  check_backend(cfg);
+  check_kernel(cfg);
+}
+
 RunResult run(const RunConfig& cfg) {
   const Problem& p = cfg.problem;
-  validate(p, cfg.strategy);
-  check_backend(cfg);
+  check_config(cfg);
   RunResult result;
   result.config = cfg;
 

@@ -13,6 +13,7 @@
 
 #include "sim/comm/launcher.hpp"
 #include "sim/kernels/check.hpp"
+#include "sim/kernels/device_registry.hpp"
 #include "sim/strategies/strategy.hpp"
 
 namespace cpsim {
@@ -21,6 +22,7 @@ struct RunConfig {
   StrategyKind strategy = StrategyKind::ring;
   Problem problem;
   Backend backend = Backend::threads;
+  DeviceSettings device;  // what every rank's device is asked for (--kernel: the attention kernels)
   bool backward = false;
   bool check = false;
   std::uint64_t seed = 1;
@@ -53,7 +55,11 @@ struct RunResult {
   double wall_ms = 0;
 };
 
-// Validates (UsageError), runs, gathers, checks (when config.check). Throws RankFailure when a rank fails.
+// What run() validates before it launches (UsageError): the problem for the strategy, the backend built in, its
+// device computing in the dtype and offering the kernels asked for (config.device), which must take the problem.
+void check_config(const RunConfig& config);
+
+// Validates (check_config), runs, gathers, checks (when config.check). Throws RankFailure when a rank fails.
 RunResult run(const RunConfig& config);
 
 // The seeded global inputs of a run (q, k, v, and dout for a backward), exactly what its ranks make

@@ -39,7 +39,7 @@ TEST_CASE("a subset of the table offers only its flags") {
   CHECK(desc.find_nothrow("kv-heads", false) == nullptr);
   po::options_description all;
   add_problem_options(all, o);
-  CHECK(all.options().size() == 20);
+  CHECK(all.options().size() == 21);
 }
 
 TEST_CASE("--kv-heads: 0 follows --heads, whether given or shown as the default") {
@@ -94,4 +94,18 @@ TEST_CASE("the whole table builds the validated configuration of cpsim run") {
   CHECK_FALSE(c.problem.causal);
   o.a2a = -1;
   CHECK_THROWS_WITH_AS(to_run_config(o, vm), doctest::Contains("--a2a must be 0"), UsageError);
+}
+
+TEST_CASE("--kernel becomes the run's device setting, and a device that offers no choice refuses one but auto") {
+  CHECK(problem_options(RunConfig{}).kernel == "auto");
+  CHECK(parsed(RunConfig{}, kFlagKernel, {"--kernel", "mma1"}).device.kernel == "mma1");
+  CHECK(parsed(RunConfig{}, kLessonShape, {}).device.kernel == "auto");  // a lesson without the flag keeps auto
+  ProblemOptions o;
+  po::options_description desc;
+  add_problem_options(desc, o);
+  po::variables_map vm;
+  po::store(po::command_line_parser(std::vector<std::string>{"--kernel", "mma2"}).options(desc).run(), vm);
+  po::notify(vm);
+  CHECK_THROWS_WITH_AS(to_run_config(o, vm), doctest::Contains("the cpu device of --backend threads has no choice"),
+                       UsageError);
 }

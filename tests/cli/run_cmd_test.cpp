@@ -39,9 +39,10 @@ TEST_CASE("cpsim run --dump writes NumPy files of the inputs and outputs") {
 TEST_CASE("impossible configurations exit 2 with one line and write no file") {
   const std::string dir = std::string(CPSIM_BINARY_DIR) + "/tests/dump_bad";
   std::filesystem::remove_all(dir);
-  for (const char* args : {"run --seq 30 --ranks 4", "run --strategy ulysses --heads 4 --kv-heads 2 --ranks 4",
-                           "run --strategy hybrid --ranks 6 --a2a 4", "run --heads 6 --kv-heads 4",
-                           "run --ranks 0", "run --dtype f16", "run --backend carrier-pigeon", "run --dtype bf16"}) {
+  for (const char* args :
+       {"run --seq 30 --ranks 4", "run --strategy ulysses --heads 4 --kv-heads 2 --ranks 4",
+        "run --strategy hybrid --ranks 6 --a2a 4", "run --heads 6 --kv-heads 4", "run --ranks 0", "run --dtype f16",
+        "run --backend carrier-pigeon", "run --dtype bf16", "run --kernel mma2"}) {
     INFO(args);
     const auto r = run_cli(std::string(args) + " --dump " + dir, "run_bad");
     CHECK(r.rc == 2);
@@ -50,3 +51,19 @@ TEST_CASE("impossible configurations exit 2 with one line and write no file") {
     CHECK(!std::filesystem::exists(dir));
   }
 }
+
+#ifdef CPSIM_HAVE_CUDA
+TEST_CASE("--kernel and the GPU bench's shape flags: impossible values exit 2 with one line, before any GPU is used") {
+  for (const char* args : {"run --backend cuda-threads --kernel mma2 --dtype f32 --head-dim 64",
+                           "run --backend cuda-threads --kernel mma1 --dtype bf16 --head-dim 32",
+                           "run --backend cuda-threads --kernel bogus --dtype bf16",
+                           "bench gpu_attention --kernel bogus", "bench gpu_attention --kernel mma2 mma1 --dtype f32",
+                           "bench gpu_attention --kv-heads 7", "bench gpu_attention --gemm-n 100"}) {
+    INFO(args);
+    const auto r = run_cli(args, "kernel_bad");
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+  }
+}
+#endif

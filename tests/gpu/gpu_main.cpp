@@ -30,8 +30,11 @@ int main(int argc, char** argv) {
     std::printf("SKIPPED: these tests need %d GPUs; %zu are visible\n", min_gpus, probe.gpus.size());
     return kSkipped;
   }
-  std::printf("GPU 0: %s (compute capability %d.%d)\n", probe.gpus[0].name.c_str(), probe.gpus[0].major,
-              probe.gpus[0].minor);
+  for (std::size_t i = 0; i < probe.gpus.size(); ++i)
+    std::printf("GPU %zu: %s (compute capability %d.%d)\n", i, probe.gpus[i].name.c_str(), probe.gpus[i].major,
+                probe.gpus[i].minor);
+  std::printf("driver for CUDA %d.%d, runtime CUDA %d.%d\n", probe.driver_version / 1000,
+              probe.driver_version % 1000 / 10, probe.runtime_version / 1000, probe.runtime_version % 1000 / 10);
   doctest::Context ctx(static_cast<int>(args.size()), args.data());
   return ctx.run();
 }

@@ -14,6 +14,9 @@ TEST_CASE("the cpu device is registered, computes in f32 and f64, and is made by
   CHECK(computes_in(cpu, DType::f32));
   CHECK(computes_in(cpu, DType::f64));
   CHECK_FALSE(computes_in(cpu, DType::bf16));
+  CHECK(cpu.kernels.empty());  // one choice of attention kernels: auto
+  CHECK(offers_kernel(cpu, "auto"));
+  CHECK_FALSE(offers_kernel(cpu, "mma2"));
   Recorder rec;
   const auto dev = make_device("cpu", rec);
   CHECK(dev->name() == "cpu");
@@ -31,5 +34,18 @@ TEST_CASE("CUDA builds register the cuda device, a GPU device computing in bf16 
   CHECK(computes_in(cuda, DType::bf16));
   CHECK(computes_in(cuda, DType::f32));
   CHECK_FALSE(computes_in(cuda, DType::f64));
+}
+
+TEST_CASE("the cuda device offers mma2, mma1 and simt besides auto, and says which problems the tensor cores take") {
+  const DeviceInfo& cuda = device_info("cuda");
+  CHECK(cuda.kernels == std::vector<std::string>{"mma2", "mma1", "simt"});
+  CHECK(offers_kernel(cuda, "auto"));
+  CHECK_FALSE(offers_kernel(cuda, "mma3"));
+  REQUIRE(cuda.kernel_problem);
+  CHECK(cuda.kernel_problem("mma2", DType::bf16, 128).empty());
+  CHECK(cuda.kernel_problem("mma1", DType::bf16, 64).empty());
+  CHECK(cuda.kernel_problem("simt", DType::f32, 32).empty());
+  CHECK(cuda.kernel_problem("mma2", DType::f32, 128).find("bf16 with head dim 64 or 128") != std::string::npos);
+  CHECK(cuda.kernel_problem("mma1", DType::bf16, 32).find("head dim 32") != std::string::npos);
 }
 #endif

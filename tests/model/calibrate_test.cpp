@@ -130,6 +130,11 @@ TEST_CASE("cpsim calibrate recovers a known machine from its nccl-tests tables a
 TEST_CASE("cpsim calibrate refuses input that is not what it names, in one line with exit code 2") {
   const std::string junk = put("junk.txt", "hello\nworld\n");
   const std::string json = put("notbench.json", "{\"bench\": \"strategies\"}");
+  const std::string two_kernels =
+      put("two_kernels.json",
+          "{\"bench\":\"gpu_attention\",\"causal\":true,\"batch\":1,\"heads\":64,\"head_dim\":128,\"points\":["
+          "{\"kernel\":\"mma2\",\"seq\":4096,\"fwd_ms\":1,\"bwd_ms\":2},"
+          "{\"kernel\":\"mma1\",\"seq\":4096,\"fwd_ms\":1.5,\"bwd_ms\":3}]}");
   const std::string norank = put("norank.txt",
                                  "#  size count type redop root time algbw busbw\n 1024 256 float none -1 "
                                  "10.0 0.1 0.1 0\n 2048 512 float none -1 11.0 0.2 0.2 0\n");
@@ -138,6 +143,7 @@ TEST_CASE("cpsim calibrate refuses input that is not what it names, in one line 
        {Case{"calibrate", "at least one"}, Case{"calibrate --all-gather " + junk, "no nccl-tests table"},
         Case{"calibrate --all-gather " + norank, "names no ranks"},
         Case{"calibrate --gpu-attention " + json, "not `cpsim bench gpu_attention"},
+        Case{"calibrate --gpu-attention " + two_kernels, "several kernels (mma2, mma1)"},
         Case{"calibrate --sendrecv /nonexistent/x.txt", "cannot be read"}}) {
     CAPTURE(args);
     const auto r = run_cli(args, "calibrate_bad");

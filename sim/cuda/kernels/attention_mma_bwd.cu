@@ -19,27 +19,18 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kBr = kMmaRows, kBc = kMmaRows;
-
-template <int D>
-constexpr int backward_smem_bytes() {
-  // k, v; q, dout x 2 stages; ds^T; lse, Di (f32) and positions (i64) x 2 stages
-  return (2 * kBc * D + 4 * kBr * D + kBc * kBr) * 2 + 2 * kBr * (4 + 4 + 8);
-}
+static_assert(kBr == BackwardSmem<64>::kRows && kBc == BackwardSmem<64>::kRows, "the tiles BackwardSmem holds");
 
 template <int D>
 __global__ void __launch_bounds__(kThreads, 2) backward_mma(AttentionArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
-  bf16* s_k = reinterpret_cast<bf16*>(smem);
-  bf16* s_v = s_k + kBc * D;
-  bf16* s_q = s_v + kBc * D;                                               // [2][kBr][D]
-  bf16* s_do = s_q + 2 * kBr * D;                                          // [2][kBr][D]
-  bf16* s_ds = s_do + 2 * kBr * D;                                         // [kBc][kBr]: ds^T, swizzled rows of 64
-  float* s_lse = reinterpret_cast<float*>(s_ds + kBc * kBr);               // [2][kBr]
-  float* s_di = s_lse + 2 * kBr;                                           // [2][kBr]
-  std::int64_t* s_qpos = reinterpret_cast<std::int64_t*>(s_di + 2 * kBr);  // [2][kBr]
+  const BackwardSmem<D> sm(smem);  // mma_tiles.cuh
+  bf16 *s_k = sm.k, *s_v = sm.v, *s_q = sm.q, *s_do = sm.dout, *s_ds = sm.ds;
+  float *s_lse = sm.lse, *s_di = sm.di;
+  std::int64_t* s_qpos = sm.qpos;
 
   const int kvh = blockIdx.x, b = blockIdx.y, kt = blockIdx.z;
-  const int sq = a.q.ns, sk = a.k.ns, nq_heads = a.q.nh;
+  const int sq = a.q.ns, sk = a.k.ns;
   const int j0 = kt * kBc, keys = min(kBc, sk - j0);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gr = lane >> 2, tq = lane & 3;
 
@@ -55,18 +46,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma(AttentionArgs a) {
   for (int r = 0; r < 2; ++r) kpos[r] = key_row[r] < keys ? a.k_pos[j0 + key_row[r]] : kPosNone;
 
   auto load_step = [&](int step, int stage) {
-    const int h = kvh * a.group + step / per_head, i0 = (qt0 + step % per_head) * kBr, valid = min(kBr, sq - i0);
-    load_tile_async<D, kThreads>(s_q + stage * kBr * D, at<const bf16>(a.q, b, i0, h), a.q.row_stride, valid);
-    load_tile_async<D, kThreads>(s_do + stage * kBr * D, at<const bf16>(a.dout, b, i0, h), a.dout.row_stride, valid);
-    const int i = threadIdx.x;
-    if (i < kBr) {
-      const bool ok = i < valid;
-      const float* lse = at<const float>(a.lse, b, i0, h) + (ok ? i * a.lse.row_stride : 0);
-      const float* di = a.di + (static_cast<std::int64_t>(b) * nq_heads + h) * sq + i0 + (ok ? i : 0);
-      cp_async_4(s_lse + stage * kBr + i, lse, ok ? 4 : 0);
-      cp_async_4(s_di + stage * kBr + i, di, ok ? 4 : 0);
-      cp_async_8(s_qpos + stage * kBr + i, a.q_pos + i0 + (ok ? i : 0), ok ? 8 : 0);
-    }
+    sm.template load_query_tile<kThreads>(a, stage, b, kvh * a.group + step / per_head, (qt0 + step % per_head) * kBr);
   };
 
   const bf16* k = at<const bf16>(a.k, b, j0, kvh);
@@ -245,27 +225,13 @@ __global__ void __launch_bounds__(kThreads, 2) backward_mma(AttentionArgs a) {
   }
 }
 
-template <int D>
-cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
-  constexpr int bytes = backward_smem_bytes<D>();
-  const cudaError_t e = cudaFuncSetAttribute(backward_mma<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e != cudaSuccess) return e;
-  const dim3 grid(a.k.nh, a.k.nb, (a.k.ns + kBc - 1) / kBc);
-  backward_mma<D><<<grid, kThreads, bytes, stream>>>(a);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 cudaError_t launch_backward_mma(const AttentionArgs& a, cudaStream_t stream) {
-  switch (a.q.d) {
-    case 64:
-      return launch<64>(a, stream);
-    case 128:
-      return launch<128>(a, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return for_head_dim(a.q.d, [&]<int D>() {
+    const dim3 grid(a.k.nh, a.k.nb, (a.k.ns + kBc - 1) / kBc);
+    return launch_mma(backward_mma<D>, grid, kThreads, BackwardSmem<D>::bytes(), a, stream);
+  });
 }
 
 }  // namespace cpsim::cuda

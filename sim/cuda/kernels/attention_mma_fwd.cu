@@ -175,27 +175,13 @@ __global__ void __launch_bounds__(kThreads, 2) forward_mma(AttentionArgs a) {
   }
 }
 
-template <int D>
-cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
-  constexpr int bytes = forward_smem_bytes<D>();
-  const cudaError_t e = cudaFuncSetAttribute(forward_mma<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e != cudaSuccess) return e;
-  const dim3 grid(a.q.nh, a.q.nb, (a.q.ns + kBr - 1) / kBr);
-  forward_mma<D><<<grid, kThreads, bytes, stream>>>(a);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 cudaError_t launch_forward_mma(const AttentionArgs& a, cudaStream_t stream) {
-  switch (a.q.d) {
-    case 64:
-      return launch<64>(a, stream);
-    case 128:
-      return launch<128>(a, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return for_head_dim(a.q.d, [&]<int D>() {
+    const dim3 grid(a.q.nh, a.q.nb, (a.q.ns + kBr - 1) / kBr);
+    return launch_mma(forward_mma<D>, grid, kThreads, forward_smem_bytes<D>(), a, stream);
+  });
 }
 
 }  // namespace cpsim::cuda

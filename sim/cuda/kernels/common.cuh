@@ -51,15 +51,22 @@ __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
 
 // Four 8x8 bf16 matrices from shared memory; lanes 8i..8i+7 give the row addresses of matrix i, and register i of
 // every lane receives its part of matrix i (lane l: row l/4, columns 2(l%4), 2(l%4)+1; transposed with .trans).
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
+// The address is a shared-memory address (smem_addr) or a pointer into shared memory.
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
+               : "r"(addr));
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* p) {
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
+  ldmatrix_x4(r, smem_addr(p));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* p) {
+  ldmatrix_x4_trans(r, smem_addr(p));
 }
 
 // c[16x8] += a[16x16] b[16x8], bf16 inputs, f32 accumulators. Lane l, g = l/4, t = l%4 holds

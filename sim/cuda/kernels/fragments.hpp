@@ -37,6 +37,12 @@ CPSIM_HD constexpr RowChunk b_nk_address(int lane, int n0, int kp) {
   return {n0 + (lane & 7), 4 * kp + (lane >> 3)};
 }
 
+// B[k][n] = Y[n0 + n][16kk + k] (S = X Y^T), one k-step for two n-blocks: {b[0], b[1]} = rows n0..n0+7,
+// {b[2], b[3]} = rows n0+8..n0+15 (the mma2 kernels: one fragment then serves more rows of X).
+CPSIM_HD constexpr RowChunk b_nk16_address(int lane, int n0, int kk) {
+  return {n0 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)};
+}
+
 // B[k][n] = Y[16kk + k][16dp + n] (O = P Y), read transposed: (rows 0-7 | 8-15) x (cols 0-7), then x (cols 8-15).
 CPSIM_HD constexpr RowChunk b_kn_address(int lane, int kk, int dp) {
   return {16 * kk + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * dp + (lane >> 4)};
@@ -46,6 +52,20 @@ CPSIM_HD constexpr RowChunk b_kn_address(int lane, int kk, int dp) {
 // queries; A is ds for the queries 16w.. of warp w), read with .trans.
 CPSIM_HD constexpr RowChunk at_address(int lane, int w, int kk) {
   return {16 * kk + (lane & 7) + (lane >> 4) * 8, 2 * w + ((lane >> 3) & 1)};
+}
+
+// The byte offset of a lane's address, split into what depends on the lane alone and what depends on the loop alone
+// (the mma2 kernels compute the lane's part once, then one xor and an immediate offset per ldmatrix). Every address
+// function above is (r0 + row(lane), c0 + chunk(lane)) with r0 a multiple of 8, so that row & 7 is the lane's alone,
+// and c0 a multiple of 2 (or 4) with no bit in common with chunk(lane). Then chunk ^ (row & 7) = c0 ^ (chunk(lane) ^
+// (row(lane) & 7)), and since the chunk bits (4 .. 4 + log2(W/8)) of a row's byte offset 2 W row are zero:
+//   2 swz(W, r0 + row(lane), c0 + chunk(lane)) = 2 W r0 + (lane_bytes ^ (c0 << 4)),  lane_bytes = 2 swz(W, row(lane),
+//   chunk(lane)) = the address function at r0 = c0 = 0.
+CPSIM_HD constexpr unsigned lane_bytes(int W, RowChunk at_origin) {
+  return 2u * static_cast<unsigned>(swz(W, at_origin.row, at_origin.chunk));
+}
+CPSIM_HD constexpr unsigned tile_bytes(int W, int r0, int c0, unsigned lane) {
+  return 2u * static_cast<unsigned>(W * r0) + (lane ^ (static_cast<unsigned>(c0) << 4));
 }
 
 }  // namespace cpsim::cuda

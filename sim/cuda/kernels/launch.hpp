@@ -30,24 +30,33 @@ struct AttentionArgs {
   const std::int64_t* q_pos = nullptr;  // device memory, q.ns values
   const std::int64_t* k_pos = nullptr;  // device memory, k.ns values
   float* di = nullptr;                  // backward scratch: rowsum(dout * out), [q.nb, q.nh, q.ns]
+  float* dk_part = nullptr;             // backward scratch of mma2 with GQA (group > 1): each query head's dK and
+  float* dv_part = nullptr;             //   dV before the group sum, [q.nb, k.ns, q.nh, d] each
   int group = 1;
   bool causal = true;
   float scale = 1;
 };
 
-// Two kernels compute every call:
-//   mma:  tensor cores (mma.sync m16n8k16, bf16 in, f32 accumulate). Needs bf16 q, k, v, out (and dout),
-//         f32 lse (and f32 dq, dk, dv), head dim 64 or 128.
+// The kernels an attention call can run (`--kernel`; docs/gpu.md):
+//   mma2: tensor cores (mma.sync m16n8k16, bf16 in, f32 accumulate), 128 query rows per forward block and one
+//         backward block per query head (attention_mma2_*.cu). Needs bf16 q, k, v, out (and dout), f32 lse (and
+//         f32 dq, dk, dv), head dim 64 or 128, rows on 16 bytes.
+//   mma1: the first tensor-core kernels, 64 query rows per forward block and one backward block per KV head
+//         (attention_mma_*.cu); the same needs. Kept to check mma2 against and to measure its gain.
 //   simt: one warp per row on the CUDA cores, f32 arithmetic; any head dim up to 256, f32 or bf16 storage.
-enum class AttentionPath { mma, simt };
+enum class AttentionPath { mma2, mma1, simt };
+const char* path_name(AttentionPath p);
 
-// The kernel tiles: the mma kernels take kMmaRows query rows x kMmaRows keys per step; the simt kernels one row
-// against kSimtKeys keys (forward), one key against kSimtKeys queries (backward's dK/dV pass).
+// The kernel tiles: the mma kernels take kMmaRows query rows x kMmaRows keys per step (mma2's forward: 2 kMmaRows
+// query rows); the simt kernels one row against kSimtKeys keys (forward), one key against kSimtKeys queries
+// (backward's dK/dV pass).
 inline constexpr int kMmaRows = 64;
+inline constexpr int kMma2ForwardRows = 2 * kMmaRows;
 inline constexpr int kSimtKeys = 32;
 inline constexpr int kSimtMaxHeadDim = 256;
 
-AttentionPath choose_path(const AttentionArgs& a, bool backward);
+// Whether the tensor-core kernels (mma2 and mma1 alike) take this call.
+bool mma_takes(const AttentionArgs& a, bool backward);
 
 cudaError_t launch_attention_forward(const AttentionArgs& a, AttentionPath path, cudaStream_t stream);
 cudaError_t launch_attention_backward(const AttentionArgs& a, AttentionPath path, cudaStream_t stream);

@@ -1,0 +1,32 @@
+# cmake -DPRESETS=CMakePresets.json -P tests/gpu/carry_preset.cmake: checks that the gpu-carry preset makes the
+# build scripts/gpu-check carries to the GPU machine (which has no MPI, Boost or compiler, and may not be a Zen 3).
+# The C++ runtime stays shared: linked statically, gcc 12's libstdc++ and libgcc need glibc 2.36 (arc4random,
+# _dl_find_object), where the shared one needs only 2.34 and a libstdc++ of gcc 12 (Ubuntu 22.04 has both).
+file(READ "${PRESETS}" json)
+string(JSON count LENGTH "${json}" configurePresets)
+math(EXPR last "${count} - 1")
+set(found OFF)
+foreach(i RANGE ${last})
+  string(JSON name GET "${json}" configurePresets ${i} name)
+  if(name STREQUAL "gpu-carry")
+    set(found ON)
+    string(JSON dir GET "${json}" configurePresets ${i} binaryDir)
+    if(NOT dir STREQUAL "\${sourceDir}/build/gpu-carry")
+      message(FATAL_ERROR "gpu-carry builds into ${dir}; scripts/gpu-check expects \${sourceDir}/build/gpu-carry")
+    endif()
+    foreach(pair "CPSIM_WITH_CUDA=ON" "CPSIM_WITH_MPI=OFF" "CPSIM_STATIC_BOOST=ON" "CPSIM_NATIVE=OFF"
+                 "CPSIM_MARCH=x86-64-v3" "CMAKE_CUDA_ARCHITECTURES=90\;80" "CMAKE_BUILD_TYPE=Release")
+      string(REPLACE "=" ";" kv "${pair}")
+      list(GET kv 0 key)
+      list(SUBLIST kv 1 -1 want)
+      string(JSON got ERROR_VARIABLE err GET "${json}" configurePresets ${i} cacheVariables ${key})
+      if(err OR NOT got STREQUAL "${want}")
+        message(FATAL_ERROR "gpu-carry sets ${key} to '${got}'; a carried build needs '${want}'")
+      endif()
+      message(STATUS "gpu-carry: ${key} = ${got}")
+    endforeach()
+  endif()
+endforeach()
+if(NOT found)
+  message(FATAL_ERROR "CMakePresets.json has no gpu-carry preset (scripts/gpu-check --prepare builds it)")
+endif()
