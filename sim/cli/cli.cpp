@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
+#include <stdexcept>
 
 #include "sim/core/error.hpp"
 
@@ -25,7 +27,13 @@ bool parse(const std::string& command, const po::options_description& desc, cons
   po::options_description all(desc);
   all.add_options()("help,h", "show this help");
   try {
-    po::store(po::command_line_parser(args).options(all).run(), vm);
+    const po::parsed_options parsed = po::command_line_parser(args).options(all).run();
+    // Without a positional description Boost keeps a bare word as an option with no name and stores nothing.
+    for (const po::option& o : parsed.options)
+      if (o.string_key.empty() && !o.original_tokens.empty())
+        throw UsageError("cpsim " + command + " takes no positional argument (got '" + o.original_tokens.front() +
+                         "'); every input is a flag, see `cpsim " + command + " --help`");
+    po::store(parsed, vm);
     if (vm.count("help")) {
       std::cout << "usage: cpsim " << command << " [options]\n\n" << all << "\n";
       return false;
@@ -38,20 +46,39 @@ bool parse(const std::string& command, const po::options_description& desc, cons
 }
 
 std::size_t parse_size(const std::string& flag, const std::string& text) {
+  const std::string not_a_size =
+      "--" + flag + " '" + text + "' is not a size; use a number with an optional K, M or G suffix";
+  const std::string too_large =
+      "--" + flag + " '" + text + "' is too large for a size (at most 2^64 - 1); use a number such as 16K or 1M";
+  // std::stoull would take "-1" as 2^64 - 1 and skip leading spaces: a size starts with a digit.
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text.front()))) throw UsageError(not_a_size);
   std::size_t pos = 0;
   unsigned long long v = 0;
   try {
     v = std::stoull(text, &pos);
+  } catch (const std::out_of_range&) {
+    throw UsageError(too_large);
   } catch (const std::exception&) {
-    throw UsageError("--" + flag + " '" + text + "' is not a size; use a number with an optional K, M or G suffix");
+    throw UsageError(not_a_size);
   }
   std::string suffix = text.substr(pos);
   if (suffix.empty()) return v;
   if (suffix.size() == 1) {
+    int shift = 0;
     switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
-      case 'K': return v << 10;
-      case 'M': return v << 20;
-      case 'G': return v << 30;
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+    }
+    if (shift > 0) {
+      if (v > (std::numeric_limits<unsigned long long>::max() >> shift)) throw UsageError(too_large);
+      return v << shift;
     }
   }
   throw UsageError("--" + flag + " '" + text + "' has an unknown suffix; use K, M or G (powers of 1024)");

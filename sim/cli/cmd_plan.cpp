@@ -110,7 +110,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   spec.layers = layers;
   spec.hidden = hidden;
   spec.problem = model_problem(shape, vm, 0, spec.machine);
-  spec.problem.seq = static_cast<std::int64_t>(parse_size("seq", seq));
+  spec.problem.seq = parse_seq("seq", seq);
   // Shape errors every candidate shares (head counts, a length no layout cuts) are the user's to fix.
   Problem probe = spec.problem;
   probe.sharding = Sharding::contiguous;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <iostream>
 #include <set>
+#include <utility>
 
 #include "sim/cli/cli.hpp"
 #include "sim/cli/model_options.hpp"
@@ -300,6 +301,12 @@ int cmd_predict(const std::vector<std::string>& args) {
        "--trace`); its timeline is drawn under the modeled one");
   po::variables_map vm;
   if (!parse("predict", desc, args, vm)) return 0;
+  const std::pair<std::string, const std::string*> paths[] = {
+      {"trace ring.json", &trace_path}, {"html ring.html", &html_path}, {"compare measured.json", &compare_path}};
+  for (const auto& [example, path] : paths) {
+    const std::string flag = example.substr(0, example.find(' '));
+    require(!vm.count(flag) || !path->empty(), "--" + flag + " names no file", "use --" + example);
+  }
   check_output("trace", trace_path);
   check_output("html", html_path);
   if (!compare_path.empty() && html_path.empty()) throw UsageError("--compare goes into the page; add --html FILE");
@@ -318,7 +325,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   Problem& p = spec.problem;
   const int ranks = p.ranks;
   for (const auto& s : vm.count("seq") ? std::vector<std::string>{seq} : split_list(seqs)) {
-    const auto n = static_cast<std::int64_t>(parse_size(vm.count("seq") ? "seq" : "seqs", s));
+    const std::int64_t n = parse_seq(vm.count("seq") ? "seq" : "seqs", s);
     require(n >= 1, "every sequence length must be at least 1 (got " + s + ")", "use --seqs 16K,32K");
     spec.seqs.push_back(n);
   }
@@ -328,6 +335,15 @@ int cmd_predict(const std::vector<std::string>& args) {
     require(!spec.strategies.empty(), "--strategies lists no strategy", "use --strategies ring,ulysses");
   } else {
     spec.strategies = model::default_choices(ranks);
+  }
+  // --kv-replicate where no column's all-to-all group is wider than its KV heads would copy nothing.
+  if (p.kv_replicate) {
+    bool copies = false;
+    for (const auto& c : spec.strategies) copies = copies || model::problem_for(p, c).replicates_kv(c.kind);
+    require(copies,
+            "--kv-replicate copies KV heads where an all-to-all group is wider than Nkv (" +
+                std::to_string(p.kv_heads) + "), and no column's group is",
+            "drop --kv-replicate");
   }
   // Shape errors every strategy shares (a head count, a sequence the layout cannot cut) are the user's to fix.
   Problem probe = p;

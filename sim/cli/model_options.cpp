@@ -1,5 +1,7 @@
 #include "sim/cli/model_options.hpp"
 
+#include <limits>
+
 #include "sim/core/error.hpp"
 #include "sim/model/predict.hpp"
 
@@ -22,6 +24,14 @@ void add_model_shape_options(po::options_description& desc, ModelShapeOptions& o
   desc.add_options()("machine", po::value(&o.machine)->default_value(o.machine), presets.c_str())(
       "forward-only", "the forward pass only");
   add_problem_options(desc, o.shape, kShapeFlags | more);
+}
+
+std::int64_t parse_seq(const std::string& flag, const std::string& text) {
+  const std::size_t n = parse_size(flag, text);
+  require(n <= static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max()),
+          "--" + flag + " '" + text + "' is too large for a sequence length (at most 2^63 - 1 tokens)",
+          "use --" + flag + " 1M");
+  return static_cast<std::int64_t>(n);
 }
 
 Problem model_problem(const ModelShapeOptions& o, const po::variables_map& vm, unsigned more,

@@ -2,6 +2,7 @@
 // the one problem-flag table (problem_options.hpp) with the model's defaults (8 ranks, bf16, 64 heads of 128: the
 // blog post's shape), read into a Problem with the checks both need.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "sim/cli/cli.hpp"
@@ -29,6 +30,8 @@ void add_model_shape_options(po::options_description& desc, ModelShapeOptions& o
 // The problem (seq left to the caller), after checking C against the counting run's limit and the machine's nodes.
 Problem model_problem(const ModelShapeOptions& o, const po::variables_map& vm, unsigned more,
                       const model::Machine& machine);
+// A sequence length (`--seq 16K`), one that does not fit in an int64 refused as too large (exit 2).
+std::int64_t parse_seq(const std::string& flag, const std::string& text);
 // validate() with its fixes in the words of predict's and plan's flags.
 void validate_model_problem(const Problem& p, StrategyKind kind);
 

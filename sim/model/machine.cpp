@@ -350,7 +350,7 @@ Machine load_machine(const std::string& name_or_path) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  return parse_machine(text.str(), std::filesystem::path(name_or_path).filename().string());
+  return parse_machine(text.str(), name_or_path);
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "relative_error.hpp"
 #include "sim/core/error.hpp"
 #include "sim/model/cost.hpp"
 
@@ -169,7 +170,7 @@ TEST_CASE("a one-node machine refuses more ranks than it has GPUs") {
   CHECK_NOTHROW(check_fits(load_machine("h100-ib"), 256));
 }
 
-TEST_CASE("the H100 kernel curves are within 15% of FlashAttention-3's published rates, d = 64 and 128, 1K-16K") {
+TEST_CASE("the H100 kernel curves are within 5% of FlashAttention-3's published rates, d = 64 and 128, 512-16K") {
   // FlashAttention-3 paper (Shah et al. 2024), H100 SXM5 BF16; B x S = 16K tokens, heads x D = 2048.
   struct Series {
     int d;
@@ -183,14 +184,14 @@ TEST_CASE("the H100 kernel curves are within 15% of FlashAttention-3's published
   };
   const Machine m = load_machine("h100-sxm-8");
   for (const Series& s : published)
-    for (int i = 1; i < 6; ++i) {  // 1K .. 16K
+    for (int i = 0; i < 6; ++i) {  // 512 .. 16K
       const std::int64_t S = std::int64_t{512} << i, B = 16384 / S, heads = 2048 / s.d;
       CAPTURE(s.d);
       CAPTURE(s.causal);
       CAPTURE(s.backward);
       CAPTURE(S);
       const double model = tflops_of(m, square_attention(B * heads, S, s.d, s.causal, s.backward));
-      CHECK(model == doctest::Approx(s.tflops[i]).epsilon(0.15));
+      CHECK(relative_error(model, s.tflops[i]) <= 0.05);  // the fits' claim (docs/model.md); the goal is 15%
     }
 }
 
@@ -205,8 +206,8 @@ TEST_CASE("the H800 and A100 kernels give ring-flash-attention's one-GPU runs (8
     const Machine m = load_machine(r.machine);
     const double fwd = attention_us(m, square_attention(32, 8192, 128, true, false));
     const double bwd = attention_us(m, square_attention(32, 8192, 128, true, true));
-    CHECK(1e6 / fwd == doctest::Approx(r.fwd_per_s).epsilon(r.within));
-    CHECK(1e6 / (fwd + bwd) == doctest::Approx(r.fwd_bwd_per_s).epsilon(r.within));
+    CHECK(relative_error(1e6 / fwd, r.fwd_per_s) <= r.within);
+    CHECK(relative_error(1e6 / (fwd + bwd), r.fwd_bwd_per_s) <= r.within);
   }
 }
 

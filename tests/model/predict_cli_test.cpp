@@ -222,7 +222,15 @@ TEST_CASE(
     CHECK(s.hi_us[k] > t.cells[k].total_us);
   }
   REQUIRE(sens["parameters"].arr.size() == s.params.size());
-  for (std::size_t i = 0; i < s.params.size(); ++i) CHECK(sens["parameters"].arr[i]["field"].str == s.params[i].field);
+  for (std::size_t i = 0; i < s.params.size(); ++i) {
+    CHECK(sens["parameters"].arr[i]["field"].str == s.params[i].field);
+    // Each move that changes a row's fastest choice is listed, and only those.
+    std::size_t changes = 0;
+    for (std::size_t row = 0; row < 2; ++row)
+      changes += (s.params[i].fastest_minus[row] != s.fastest_base[row]) +
+                 (s.params[i].fastest_plus[row] != s.fastest_base[row]);
+    CHECK(sens["parameters"].arr[i]["fastest_changes"].arr.size() == changes);
+  }
   // The kernel's rate is among the costs that matter; the network of a one-node machine is not.
   bool kernel = false;
   for (const auto& p : s.params) {
@@ -235,4 +243,31 @@ TEST_CASE(
   REQUIRE(text.rc == 0);
   CHECK(text.out.find("Range of the forward + backward time (ms)") != std::string::npos);
   CHECK(text.out.find("The fastest choice (forward + backward)") != std::string::npos);
+}
+
+TEST_CASE("cpsim predict refuses what it would ignore: an empty output name, --kv-replicate that copies nothing") {
+  struct Bad {
+    const char* args;
+    const char* says;
+  };
+  for (const Bad& b :
+       {Bad{"predict --seq 16K --strategies ring --trace ''", "--trace names no file"},
+        Bad{"predict --seq 16K --strategies ring --html ''", "--html names no file"},
+        Bad{"predict --kv-replicate", "no column's group is"},  // 64 KV heads: every group holds them
+        Bad{"predict --heads 32 --kv-heads 8 --strategies ring,hybrid:2 --kv-replicate", "no column's group is"}}) {
+    CAPTURE(b.args);
+    const auto r = run_cli(b.args, "predict_ignored");
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find(b.says) != std::string::npos);
+  }
+  // Where a group is wider than the KV heads (Ulysses: 8 ranks, 4 KV heads) the copies are made and counted.
+  const auto ok =
+      run_cli("predict --seq 16K --heads 32 --kv-heads 4 --strategies ulysses,ring --kv-replicate", "predict_kv_ok");
+  CHECK(ok.rc == 0);
+  const auto without = run_cli("predict --seq 16K --heads 32 --kv-heads 4 --strategies ulysses,ring", "predict_kv_no");
+  CHECK(without.rc == 0);
+  CHECK(without.out.find("n/a") != std::string::npos);  // without copies Ulysses cannot split 4 KV heads 8 ways
+  CHECK(ok.out.find("n/a") == std::string::npos);
 }
