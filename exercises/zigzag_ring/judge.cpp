@@ -10,17 +10,12 @@
 //         size c, every later step 2c^2; the ranks together cover the causal S(S+1)/2 per (batch, head)
 //      c. no masked waste after step 0: the rows x keys of a step's attention calls are all visible pairs
 //      d. communication: C-1 K/V blocks sent per rank, no collective calls
+#include "exercises/common/judge.hpp"
+
 #include <cmath>
-#include <cstdio>
-#include <iostream>
 #include <optional>
-#include <sstream>
 
 #include "exercises/zigzag_ring/exercise.hpp"
-#include "lessons/common/lesson.hpp"
-#include "sim/core/bytes.hpp"
-#include "sim/kernels/check.hpp"
-#include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/reference.hpp"
 #include "sim/runtime/run.hpp"
 
@@ -32,35 +27,10 @@ using namespace cpsim;
 
 namespace {
 
-const CheckRule kRule = check_rule(DType::f64, false, false);  // the f64 rule every check uses
-
-struct Case {
-  int C;
-  std::int64_t S, B, Nq, Nkv, D;
-  double sharpen;  // scale = sharpen / sqrt(D)
-  std::string name() const {
-    std::ostringstream os;
-    os << "C=" << C << " S=" << S << " B=" << B << " Nq=" << Nq << " Nkv=" << Nkv << " D=" << D;
-    if (sharpen != 1) os << ", scores x" << sharpen;
-    return os.str();
-  }
-};
-
-struct Failure {
-  std::string what, expected, actual, hint;
-};
-
-std::string num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
-std::string ints(const std::vector<int>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
+using judge::Case;
+using judge::Failure;
+using judge::num;
+using judge::RankRun;
 
 // 1. The chunk order.
 std::optional<Failure> check_chunks() {
@@ -69,7 +39,7 @@ std::optional<Failure> check_chunks() {
     for (int r = 0; r < C; ++r) {
       const std::vector<int> want = L.chunks(r), got = exercise::zigzag_chunks(r, C);
       if (got != want)
-        return Failure{"C=" + std::to_string(C) + ", rank " + std::to_string(r), ints(want), ints(got),
+        return Failure{"C=" + std::to_string(C) + ", rank " + std::to_string(r), judge::ints(want), judge::ints(got),
                        "cut the sequence into 2C chunks; rank r owns one early chunk, r, and one late chunk, "
                        "2C-1-r, early first (lesson 5)"};
     }
@@ -77,51 +47,24 @@ std::optional<Failure> check_chunks() {
   return std::nullopt;
 }
 
-struct RankRun {
-  std::vector<double> out, lse;
-  Recorder stats;
-};
-
-std::vector<RankRun> run_case(const Case& c, const GlobalTensors& in, double scale) {
+// Every rank gets its rows of q, k and v and runs the learner's forward: out and lse come back.
+std::optional<Failure> run_case(const Case& c, const GlobalTensors& in, double scale, std::vector<RankRun>& runs) {
   const SeqLayout L(c.C, c.S, Sharding::zigzag);
-  const std::int64_t s = L.local_len();
-  LaunchOptions lo;
-  lo.ranks = c.C;
-  lo.tracing = true;
-  lo.timeout = std::chrono::seconds(20);
-  auto outcomes = launch(lo, [&](Communicator& comm) {
-    CpuDevice dev(comm.recorder());
-    const int r = comm.rank();
-    auto upload = [&](const std::vector<double>& global, std::int64_t n, const char* name) {
-      const auto rows = shard(L, global, c.B, n * c.D, r);
-      Buffer b = dev.alloc({c.B, s, n, c.D}, DType::f64, Layout::bsnd, name);
-      dev.upload(b, rows.data());
-      return b;
-    };
-    const Buffer q = upload(in.q, c.Nq, "q"), k = upload(in.k, c.Nkv, "k"), v = upload(in.v, c.Nkv, "v");
-    const Buffer out = dev.alloc(q.dims(), DType::f64, Layout::bsnd, "out");
-    const Buffer lse = dev.alloc({c.B, s, c.Nq, 1}, DType::f64, Layout::bns, "lse");
-    comm.recorder().begin_phase("forward");
-    exercise::zigzag_ring_forward(comm, dev, L, q, k, v, out, lse, scale);
-    comm.recorder().end_phase();
-    std::vector<double> o(static_cast<std::size_t>(out.numel())), l(static_cast<std::size_t>(lse.numel()));
-    dev.download(out, o.data());
-    dev.download(lse, l.data());
-    ByteWriter w;
-    w.put(o);
-    w.put(l);
-    return w.take();
-  });
-  std::vector<RankRun> runs;
-  for (auto& oc : outcomes) {
-    ByteReader rd(oc.result);
-    RankRun rr;
-    rd.get(rr.out);
-    rd.get(rr.lse);
-    rr.stats = std::move(oc.stats);
-    runs.push_back(std::move(rr));
-  }
-  return runs;
+  return judge::run_ranks(
+      c, "the forward",
+      [&](Communicator& comm, Device& dev) {
+        const int r = comm.rank();
+        const Buffer q = judge::upload_rows(dev, L, in.q, c.B, c.Nq, c.D, r, "q"),
+                     k = judge::upload_rows(dev, L, in.k, c.B, c.Nkv, c.D, r, "k"),
+                     v = judge::upload_rows(dev, L, in.v, c.B, c.Nkv, c.D, r, "v");
+        const Buffer out = dev.alloc(q.dims(), DType::f64, Layout::bsnd, "out");
+        const Buffer lse = dev.alloc({c.B, L.local_len(), c.Nq, 1}, DType::f64, Layout::bns, "lse");
+        comm.recorder().begin_phase("forward");
+        exercise::zigzag_ring_forward(comm, dev, L, q, k, v, out, lse, scale);
+        comm.recorder().end_phase();
+        return std::vector<std::vector<double>>{judge::download(dev, out), judge::download(dev, lse)};
+      },
+      runs);
 }
 
 std::string hint_for_row(const Case& c, std::int64_t row, std::int64_t t) {
@@ -131,9 +74,9 @@ std::string hint_for_row(const Case& c, std::int64_t row, std::int64_t t) {
            "and combine partials only with dev.merge, which works in log space";
   if (c.C == 1) return "with one rank, step 0 alone is causal attention of the rank's rows against its own keys";
   if (row < t)
-    return "this row is in the early chunk: it sees the owners before this rank, in the 'lower' steps (both "
+    return "this row is in the early chunk: it sees the owners before this rank, in the half-kv steps (both "
            "query chunks x the owner's early chunk), each merged into out and lse with dev.merge";
-  return "this row is in the late chunk: it sees every owner; check the 'upper' steps (the late query chunk x "
+  return "this row is in the late chunk: it sees every owner; check the half-q steps (the late query chunk x "
          "both of the owner's chunks) and that they merge into rows [t, 2t) of out and lse";
 }
 
@@ -143,24 +86,20 @@ std::optional<Failure> check_values(const Case& c, const std::vector<RankRun>& r
   const std::int64_t s = L.local_len(), t = L.chunk_len();
   for (int r = 0; r < c.C; ++r) {
     const Positions pos = L.positions(r);
-    const RankRun& rr = runs[static_cast<std::size_t>(r)];
+    const std::vector<double>&out = runs[static_cast<std::size_t>(r)].tensors.at(0),
+          &lse = runs[static_cast<std::size_t>(r)].tensors.at(1);
+    if (const auto m = judge::first_mismatch(out, ref.out, L, r, c.B, c.Nq, c.D))
+      return Failure{"out, rank " + std::to_string(r) + ", " + m->where, judge::expected(m->want), num(m->got),
+                     hint_for_row(c, m->row, t)};
     for (std::int64_t b = 0; b < c.B; ++b)
       for (std::int64_t i = 0; i < s; ++i)
         for (std::int64_t h = 0; h < c.Nq; ++h) {
-          for (std::int64_t d = 0; d < c.D; ++d) {
-            const double got = rr.out[static_cast<std::size_t>(((b * s + i) * c.Nq + h) * c.D + d)];
-            const double want = ref.out[static_cast<std::size_t>(((b * c.S + pos[i]) * c.Nq + h) * c.D + d)];
-            if (!within(got, want, kRule))
-              return Failure{"out, rank " + std::to_string(r) + ", batch " + std::to_string(b) + ", position " +
-                                 std::to_string(pos[i]) + ", head " + std::to_string(h) + ", dim " + std::to_string(d),
-                             num(want) + " (" + kRule.words + ")", num(got), hint_for_row(c, i, t)};
-          }
-          const double got = rr.lse[static_cast<std::size_t>((b * c.Nq + h) * s + i)];
+          const double got = lse[static_cast<std::size_t>((b * c.Nq + h) * s + i)];
           const double want = ref.lse[static_cast<std::size_t>((b * c.Nq + h) * c.S + pos[i])];
-          if (!within(got, want, kRule))
+          if (!within(got, want, judge::rule()))
             return Failure{"lse, rank " + std::to_string(r) + ", batch " + std::to_string(b) + ", position " +
                                std::to_string(pos[i]) + ", head " + std::to_string(h),
-                           num(want) + " (" + kRule.words + ")", num(got),
+                           judge::expected(want), num(got),
                            c.sharpen != 1 ? hint_for_row(c, i, t)
                                           : "the lse is merged together with out: pass the same rows of out and lse "
                                             "(and of the tile's out and lse) to dev.merge"};
@@ -210,11 +149,9 @@ std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& r
     }
     const CommCounts& cc = rec.comm_counts();
     const std::int64_t kv_bytes = 2 * c.B * L.local_len() * c.Nkv * c.D * 8;
-    for (const char* coll : {"all_gather", "reduce_scatter", "all_to_all", "all_reduce"})
-      if (cc.count(coll) > 0)
-        return Failure{who + ", collective calls", "none (a ring only talks to its neighbours)",
-                       std::string(coll) + " " + std::to_string(cc.count(coll)),
-                       "pass K/V with isend/irecv (or sendrecv) to rank r+1 and from rank r-1"};
+    if (auto f =
+            judge::no_collectives(rec, who, "pass K/V with isend/irecv (or sendrecv) to rank r+1 and from rank r-1"))
+      return f;
     if (cc.bytes_sent != (c.C - 1) * kv_bytes)
       return Failure{who + ", bytes sent", std::to_string((c.C - 1) * kv_bytes) + " (C-1 K/V blocks)",
                      std::to_string(cc.bytes_sent),
@@ -230,26 +167,12 @@ std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& r
 }
 
 std::optional<Failure> judge_case(const Case& c) {
-  RunConfig cfg;
-  cfg.problem.ranks = c.C;
-  cfg.problem.seq = c.S;
-  cfg.problem.batch = c.B;
-  cfg.problem.heads = c.Nq;
-  cfg.problem.kv_heads = c.Nkv;
-  cfg.problem.head_dim = c.D;
-  cfg.seed = 11 + static_cast<std::uint64_t>(c.C);
-  const GlobalTensors in = make_inputs(cfg);
-  const double scale = c.sharpen / std::sqrt(static_cast<double>(c.D));
+  const GlobalTensors in = make_inputs(c.config());
+  const double scale = c.scale();
   const Positions all = iota_positions(0, c.S);
   const RefForward ref = reference_forward(in.q, in.k, in.v, {c.B, c.S, c.S, c.Nq, c.Nkv, c.D}, all, all, true, scale);
   std::vector<RankRun> runs;
-  try {
-    runs = run_case(c, in, scale);
-  } catch (const std::exception& e) {
-    return Failure{"running the forward", "every rank returns", e.what(),
-                   "a rank threw, or waited too long: every isend needs the neighbour's matching irecv, and "
-                   "both requests must be waited before their buffers are reused"};
-  }
+  if (auto f = run_case(c, in, scale, runs)) return f;
   if (auto f = check_values(c, runs, ref)) return f;
   return check_counts(c, runs);
 }
@@ -257,29 +180,7 @@ std::optional<Failure> judge_case(const Case& c) {
 }  // namespace
 
 int main() {
-  std::cout << "Judging zigzag_ring: " << CPSIM_JUDGED_FILE << "\n";
-  const std::vector<Case> cases{{1, 8, 1, 2, 2, 4, 1},  {2, 8, 1, 2, 2, 4, 1},  {4, 16, 1, 2, 2, 4, 1},
-                                {3, 24, 1, 1, 1, 4, 1}, {4, 32, 2, 4, 2, 8, 1}, {4, 16, 1, 2, 2, 4, 30},
-                                {8, 32, 1, 1, 1, 4, 1}};
-  int passed = 0;
-  const int checks = 1 + static_cast<int>(cases.size());
-  auto report = [&](const std::string& name, const std::optional<Failure>& f) {
-    if (!f) {
-      std::cout << "  ok    " << name << "\n";
-      ++passed;
-      return true;
-    }
-    std::cout << "  FAIL  " << name << "\n"
-              << "        " << f->what << "\n"
-              << "        expected " << f->expected << "\n"
-              << "        actual   " << f->actual << "\n"
-              << lesson::wrap("hint: " + f->hint, 78, "        ") << passed << " of " << checks
-              << " checks passed; fix the first failure and judge again.\n";
-    return false;
-  };
-  if (!report("chunk order, C = 1, 2, 3, 4, 8", check_chunks())) return 1;
-  for (const Case& c : cases)
-    if (!report(c.name(), judge_case(c))) return 1;
-  std::cout << "All " << checks << " checks passed: zigzag ring attention, balanced step by step.\n";
-  return 0;
+  std::vector<judge::NamedCheck> checks{{"chunk order, C = 1, 2, 3, 4, 8", check_chunks}};
+  for (const Case& c : judge::standard_cases()) checks.push_back({c.name(), [c] { return judge_case(c); }});
+  return judge::run_checks("zigzag_ring", CPSIM_JUDGED_FILE, checks, "zigzag ring attention, balanced step by step.");
 }

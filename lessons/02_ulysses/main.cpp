@@ -2,8 +2,8 @@
 //
 // Every element of a tagged tensor records its own (position, head); after the library's all-to-all
 // (HeadsExchange::seq_to_heads) each rank reports which (position, head) pairs it holds. The lesson draws
-// both maps, prints the shapes before and after, runs the ulysses strategy with its four recorded all-to-alls,
-// and shows the error a bad degree gets.
+// both maps, prints the shapes of q, k, v and out before and after, runs the ulysses strategy with its four
+// recorded all-to-alls, and shows the error a bad degree gets.
 #include <iostream>
 #include <map>
 #include <set>
@@ -12,6 +12,7 @@
 #include "sim/core/bytes.hpp"
 #include "sim/core/error.hpp"
 #include "sim/kernels/cpu_device.hpp"
+#include "sim/runtime/stepper.hpp"
 #include "sim/strategies/heads_exchange.hpp"
 
 using namespace cpsim;
@@ -21,7 +22,7 @@ namespace {
 constexpr std::int64_t kTag = 1000;  // element value = position * kTag + head
 
 struct Exchanged {
-  Dims before, after;
+  Dims q_before, q_after, kv_before, kv_after, out_before, out_after;  // [B, S, N, D] of each, as exchanged
   std::vector<std::int64_t> held;  // (position * kTag + head) of every row and head the rank holds afterwards
 };
 
@@ -43,11 +44,15 @@ std::vector<Exchanged> exchange_tags(const Problem& p, Backend backend) {
     const Buffer heads = a2a.seq_to_heads(mine, "tags_heads");  // [1, S, N/C, 1]
     std::vector<double> got(static_cast<std::size_t>(heads.numel()));
     dev.download(heads, got.data());
+    // The shapes of the real tensors through the same exchanges: q, k (v is exchanged as k) and, back, out.
+    const Buffer q = dev.alloc({p.batch, L.local_len(), p.heads, p.head_dim}, DType::f64, Layout::bsnd, "q");
+    const Buffer k = dev.alloc({p.batch, L.local_len(), p.kv_heads, p.head_dim}, DType::f64, Layout::bsnd, "k");
+    const Buffer q_heads = a2a.seq_to_heads(q, "q_heads"), k_heads = a2a.seq_to_heads(k, "k_heads");
+    const Buffer out_heads = dev.alloc(q_heads.dims(), DType::f64, Layout::bsnd, "out_heads");
+    const Buffer out = a2a.heads_to_seq(out_heads, "out");
     ByteWriter w;
-    w.put(mine.dims().s);
-    w.put(mine.dims().n);
-    w.put(heads.dims().s);
-    w.put(heads.dims().n);
+    for (const Buffer* b : {&q, &q_heads, &k, &k_heads, &out_heads, &out})
+      for (std::int64_t x : {b->dims().b, b->dims().s, b->dims().n, b->dims().d}) w.put(x);
     std::vector<std::int64_t> held(got.begin(), got.end());
     w.put(held);
     return w.take();
@@ -56,8 +61,12 @@ std::vector<Exchanged> exchange_tags(const Problem& p, Backend backend) {
   for (const auto& oc : outcomes) {
     ByteReader rd(oc.result);
     Exchanged e;
-    e.before = {1, rd.get<std::int64_t>(), rd.get<std::int64_t>(), p.head_dim};
-    e.after = {1, rd.get<std::int64_t>(), rd.get<std::int64_t>(), p.head_dim};
+    for (Dims* d : {&e.q_before, &e.q_after, &e.kv_before, &e.kv_after, &e.out_before, &e.out_after}) {
+      d->b = rd.get<std::int64_t>();
+      d->s = rd.get<std::int64_t>();
+      d->n = rd.get<std::int64_t>();
+      d->d = rd.get<std::int64_t>();
+    }
     rd.get(e.held);
     out.push_back(e);
   }
@@ -83,7 +92,8 @@ void draw_holders(const SeqLayout& L, std::int64_t heads,
     while (line.back() == ' ') line.pop_back();
     std::cout << line << "\n";
   }
-  std::cout << "\n";
+  std::cout << "  rows: chunks of " << t << " positions (" << sharding_name(L.sharding())
+            << " sharding); columns: heads;\n  cell: the rank that holds that chunk of that head\n\n";
 }
 
 void show_refusal(Problem p, int C) {
@@ -104,6 +114,7 @@ int run_lesson(int argc, char** argv) {
   p.seq = 16;
   p.heads = p.kv_heads = 8;
   p.head_dim = 4;
+  p.sharding = Sharding::contiguous;  // zigzag (lesson 5) exchanges the same way, on other rows
   if (!lesson::parse_options(argc, argv, "Lesson 2: Ulysses", lesson::kShape | lesson::kSharding | lesson::kStep, o))
     return 0;
   o.config.strategy = StrategyKind::ulysses;
@@ -114,10 +125,12 @@ int run_lesson(int argc, char** argv) {
   const int C = p.ranks;
 
   lesson::title("Lesson 2: Ulysses, an all-to-all from sequence sharding to head sharding");
+  lesson::shape(o.config.problem);
   lesson::say(
-      "Attention heads never look at each other. Ulysses uses that: one all-to-all turns 'a slice of "
-      "the sequence, every head' into 'the whole sequence, a slice of the heads'; each rank then runs "
-      "ordinary causal attention for its heads, and a second all-to-all turns the output back.");
+      "Attention heads never look at each other. Ulysses uses that: an all-to-all turns 'a slice of "
+      "the sequence, every head' into 'the whole sequence, a slice of the heads', one for each of q, k and "
+      "v; each rank then runs ordinary causal attention for its heads, and one more all-to-all turns the "
+      "output back. Four all-to-alls in all, in the forward.");
 
   lesson::banner(1, "who holds what before the all-to-all");
   const auto ex = exchange_tags(p, o.config.backend);
@@ -129,8 +142,6 @@ int run_lesson(int argc, char** argv) {
   }
   lesson::expect(static_cast<std::int64_t>(after.size()) == p.seq * p.heads,
                  "after the all-to-all every (position, head) is held exactly once");
-  std::cout << "Rows: chunks of " << L.chunk_len() << " positions (" << sharding_name(p.sharding)
-            << "); columns: heads; cell: the rank holding it.\n\n";
   draw_holders(L, p.heads, before);
   lesson::banner(2, "who holds what after the all-to-all");
   draw_holders(L, p.heads, after);
@@ -138,16 +149,33 @@ int run_lesson(int argc, char** argv) {
               " of the " + std::to_string(p.heads) +
               " heads. The all-to-all transposed the distributed "
               "dimension from the sequence to the heads.");
-  std::cout << "Shapes on each rank, [B, S, N, D] (measured from the buffers):\n";
-  for (int r = 0; r < C; ++r) {
-    const auto& e = ex[static_cast<std::size_t>(r)];
-    std::cout << "  rank " << r << ": q " << to_string(e.before, Layout::bsnd) << " -> "
-              << to_string(e.after, Layout::bsnd) << "\n";
-  }
-  std::cout << "  that is [B, S/C, N, D] -> [B, S, N/C, D]; the inverse all-to-all goes back.\n\n";
+  const Exchanged& e0 = ex.front();
+  for (const Exchanged& e : ex)
+    lesson::expect(e.q_after == e0.q_after && e.kv_after == e0.kv_after && e.out_after == e0.out_after,
+                   "every rank ends with the same shapes");
+  lesson::expect(e0.q_after.s == p.seq && e0.q_after.n == p.heads / C && e0.kv_after.n == p.kv_heads / C &&
+                     e0.out_after == e0.q_before,
+                 "[B, S/C, N, D] -> [B, S, N/C, D] and back");
+  std::cout << "Shapes on every rank, [B, S, N, D], from the buffers the exchanges returned:\n"
+            << "  q      " << to_string(e0.q_before, Layout::bsnd) << " -> " << to_string(e0.q_after, Layout::bsnd)
+            << "\n"
+            << "  k, v   " << to_string(e0.kv_before, Layout::bsnd) << " -> " << to_string(e0.kv_after, Layout::bsnd)
+            << "\n"
+            << "  out    " << to_string(e0.out_before, Layout::bsnd) << " -> " << to_string(e0.out_after, Layout::bsnd)
+            << "   (after attention, the inverse)\n"
+            << "  that is [B, S/C, N, D] -> [B, S, N/C, D], and back for the output.\n\n";
 
   lesson::banner(3, "the ulysses strategy: four all-to-alls forward");
+  o.config.tracing = true;
   const RunResult r = lesson::run_and_step(o.config, o);
+  for (const StepFrame& f : step_frames(r)) {
+    const RankStep& r0 = f.ranks.front();
+    const int a2a = r0.calls.count("all_to_all") ? r0.calls.at("all_to_all") : 0;
+    const int want = f.step == 0 ? 3 : f.step == 2 ? 1 : 0;
+    lesson::expect(f.phase == "forward" && f.step >= 0 && f.step <= 2 && a2a == want &&
+                       r0.blocks.size() == (f.step == 1 ? 1u : 0u),
+                   "step 0: three all-to-alls, step 1: attention, step 2: one all-to-all");
+  }
   const std::int64_t s = L.local_len(), word = 8;
   const std::int64_t q_bytes = p.batch * s * p.heads * p.head_dim * word,
                      kv_bytes = p.batch * s * p.kv_heads * p.head_dim * word;
@@ -161,10 +189,10 @@ int run_lesson(int argc, char** argv) {
               << lesson::pad(lesson::bytes(cc.bytes_sent), 12) << lesson::bytes(want) << "\n";
   }
   std::cout << "\n";
-  lesson::say("The steps were: A2A q, k, v (step 0), attention over all " + std::to_string(p.seq) + " positions for " +
-              std::to_string(p.heads / C) +
-              " heads (step 1), A2A out (step 2). The "
-              "attention itself is an ordinary kernel call; run with --step to watch it.");
+  lesson::say("Three all-to-alls for q, k and v (step 0 of the run), attention over all " + std::to_string(p.seq) +
+              " positions for " + std::to_string(p.heads / C) +
+              " heads (step 1), one all-to-all for out (step 2). The attention itself is an ordinary kernel "
+              "call; run with --step to watch it.");
 
   lesson::banner(4, "the limit: the degree must divide the heads");
   lesson::say(

@@ -3,13 +3,16 @@
 // One query and four keys, with scores chosen by hand (D = 1, q = 1, k_j = s_j, scale 1): the device computes
 // attention over keys {0, 1} and {2, 3} separately and merges them (Device::merge); the lesson recomputes every
 // number of the merge by hand beside it, shows the two scale factors summing to 1, the -inf case, and why the
-// merge is written as max + log1p(exp(min - max)). It ends with a ring run, which merges this way at every step.
+// merge is written as max + log1p(exp(min - max)). It ends with a ring run, which merges this way at every step,
+// and follows one query row of it step by step: its out and lse after each merge, converging to the reference.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include "lessons/common/lesson.hpp"
 #include "sim/kernels/cpu_device.hpp"
+#include "sim/kernels/reference.hpp"
 
 using namespace cpsim;
 
@@ -69,6 +72,70 @@ class OneQuery {
   std::vector<double> scores_, values_;
 };
 
+// One row of a ring run replayed step by step: at step i its rank holds the K/V of owner o = r - i; the row's
+// attention over the keys of o it can see is merged into (out, lse) by Device::merge, as the ring merges it.
+struct RowStep {
+  int owner;
+  std::int64_t keys;            // keys of the owner the row sees
+  double block_lse, lse, out0;  // the block's lse; the row's lse and out[0] after the merge
+  double weight_seen;           // exp(lse - lse of the whole row): its share of the total softmax weight so far
+  double max_err;               // max over d of |out_d - reference out_d|
+};
+
+std::vector<RowStep> trace_row(const Problem& p, const GlobalTensors& in, const RefForward& ref, std::int64_t pos,
+                               std::int64_t head) {
+  const SeqLayout L(p.ranks, p.seq, p.sharding);
+  const int r = L.owner(pos), C = p.ranks;
+  const std::int64_t D = p.head_dim, g = head / (p.heads / p.kv_heads);
+  Recorder rec;
+  CpuDevice dev(rec);
+  auto upload = [&](std::int64_t rows, const std::vector<double>& host) {
+    Buffer b = dev.alloc({1, rows, 1, D}, DType::f64, Layout::bsnd, "x");
+    dev.upload(b, host.data());
+    return b;
+  };
+  // q: [1, 1, 1, D], the row's query for this head; out, lse: its accumulators.
+  std::vector<double> qh(&in.q[static_cast<std::size_t>((pos * p.heads + head) * D)],
+                         &in.q[static_cast<std::size_t>((pos * p.heads + head + 1) * D)]);
+  const Buffer q = upload(1, qh);
+  const Buffer out = dev.alloc({1, 1, 1, D}, DType::f64, Layout::bsnd, "out"),
+               tile = dev.alloc({1, 1, 1, D}, DType::f64, Layout::bsnd, "tile");
+  const Buffer lse = dev.alloc({1, 1, 1, 1}, DType::f64, Layout::bns, "lse"),
+               tile_lse = dev.alloc({1, 1, 1, 1}, DType::f64, Layout::bns, "tile_lse");
+  dev.fill(View(lse), -INFINITY);
+  const double ref_lse = ref.lse[static_cast<std::size_t>(head * p.seq + pos)];
+  std::vector<RowStep> steps;
+  for (int i = 0; i < C; ++i) {
+    const int owner = ((r - i) % C + C) % C;
+    Positions keys;  // the owner's positions this row sees (causal)
+    for (std::int64_t x : L.positions(owner))
+      if (x <= pos) keys.append(Positions::range(x, 1));
+    std::vector<double> kh, vh;
+    for (std::int64_t x : keys)
+      for (std::int64_t d = 0; d < D; ++d) {
+        kh.push_back(in.k[static_cast<std::size_t>((x * p.kv_heads + g) * D + d)]);
+        vh.push_back(in.v[static_cast<std::size_t>((x * p.kv_heads + g) * D + d)]);
+      }
+    RowStep st{owner, static_cast<std::int64_t>(keys.size()), -INFINITY, 0, 0, 0, 0};
+    if (!keys.empty()) {
+      const auto n = static_cast<std::int64_t>(keys.size());
+      dev.attention_forward(View(q), {pos}, View(upload(n, kh)), View(upload(n, vh)), keys, View(tile), View(tile_lse));
+      dev.download(tile_lse, &st.block_lse);
+      dev.merge(View(out), View(lse), View(tile), View(tile_lse));
+    }
+    std::vector<double> o(static_cast<std::size_t>(D));
+    dev.download(out, o.data());
+    dev.download(lse, &st.lse);
+    st.out0 = o[0];
+    st.weight_seen = std::exp(st.lse - ref_lse);
+    for (std::int64_t d = 0; d < D; ++d)
+      st.max_err = std::max(st.max_err, std::abs(o[static_cast<std::size_t>(d)] -
+                                                 ref.out[static_cast<std::size_t>((pos * p.heads + head) * D + d)]));
+    steps.push_back(st);
+  }
+  return steps;
+}
+
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
   Problem& p = o.config.problem;
@@ -83,6 +150,7 @@ int run_lesson(int argc, char** argv) {
   validate(p, StrategyKind::ring);
 
   lesson::title("Lesson 4: merging partial attention by its log-sum-exp");
+  lesson::shape(o.config.problem, "the worked example below is one query and four keys");
   lesson::say(
       "A ring step gives each query the attention over one block of keys only: an output normalised "
       "within that block, and the block's log-sum-exp lse = log(sum_j exp(s_j)), the log of its total "
@@ -126,6 +194,7 @@ int run_lesson(int argc, char** argv) {
   lesson::expect(std::abs(wa + wb - 1) < 1e-12, "the scale factors sum to 1");
   lesson::expect(std::abs(m.out - whole.out) < 1e-12 && std::abs(m.lse - whole.lse) < 1e-12,
                  "the merged partials equal attention over all keys");
+  lesson::expect(wb > wa, "block b, with the strongest match, gets the larger share");
   lesson::say(
       "The scales are each block's share of the total softmax weight, so they sum to 1: block b holds "
       "the strongest match (s = 3) and gets the larger share.");
@@ -160,6 +229,47 @@ int run_lesson(int argc, char** argv) {
 
   lesson::banner(5, "the ring uses this merge at every step");
   const RunResult r = lesson::run_and_step(o.config, o);
+  const std::int64_t pos = p.seq - 1, head = 0;  // the last query sees a block of every owner
+  const SeqLayout L(p.ranks, p.seq, p.sharding);
+  const GlobalTensors in = make_inputs(o.config);
+  const Positions all = iota_positions(0, p.seq);
+  const RefForward ref =
+      reference_forward(in.q, in.k, in.v, {p.batch, p.seq, p.seq, p.heads, p.kv_heads, p.head_dim}, all, all, true);
+  lesson::say("Follow one query row through the ring: position " + std::to_string(pos) + ", head " +
+              std::to_string(head) + ", owned by rank " + std::to_string(L.owner(pos)) +
+              ". After each step its rank has merged one more block of keys into the row's (out, lse):");
+  const auto steps = trace_row(p, in, ref, pos, head);
+  std::cout << "  step  K/V of  keys  block lse  lse      weight seen  out[0]     |out - ref|\n";
+  double last_weight = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const RowStep& st = steps[i];
+    char err[32];  // below 1e-12 only rounding is left, and its last digits differ between builds
+    std::snprintf(err, sizeof err, st.max_err < 1e-12 ? "< 1e-12" : "%.1e", st.max_err);
+    std::cout << "  " << lesson::pad(std::to_string(i), 6) << lesson::pad("rank " + std::to_string(st.owner), 8)
+              << lesson::pad(std::to_string(st.keys), 6) << lesson::pad(lesson::fixed(st.block_lse, 4), 11)
+              << lesson::pad(lesson::fixed(st.lse, 4), 9) << lesson::pad(lesson::fixed(st.weight_seen, 4), 13)
+              << lesson::pad(lesson::fixed(st.out0, 4), 11) << err << "\n";
+    lesson::expect(st.weight_seen >= last_weight - 1e-12, "the weight seen only grows");
+    last_weight = st.weight_seen;
+  }
+  const RowStep& end = steps.back();
+  const double ring_out0 = r.tensors.out[static_cast<std::size_t>((pos * p.heads + head) * p.head_dim)];
+  const double ref_lse = ref.lse[static_cast<std::size_t>(head * p.seq + pos)];
+  std::cout << "  reference (attention over all " << pos + 1 << " keys): lse " << lesson::fixed(ref_lse, 4)
+            << ", out[0] " << lesson::fixed(ref.out[static_cast<std::size_t>((pos * p.heads + head) * p.head_dim)], 4)
+            << "\n  the library's ring run, same row: out[0] " << lesson::fixed(ring_out0, 4) << "\n\n";
+  lesson::expect(std::abs(end.lse - ref_lse) < 1e-12 && end.max_err < 1e-12 && std::abs(end.weight_seen - 1) < 1e-12,
+                 "after the last step the row equals the reference");
+  lesson::expect(std::abs(ring_out0 - end.out0) < 1e-12, "the ring run agrees with the replay");
+  bool falling = true;
+  for (std::size_t i = 1; i < steps.size(); ++i) falling = falling && steps[i].max_err < steps[i - 1].max_err;
+  lesson::say(
+      "The lse only grows: each block adds its softmax weight, and the share of the row's total weight seen "
+      "so far, exp(lse - lse of the whole row), climbs to 1. " +
+      std::string(falling ? "Here the output's error falls at every step, "
+                          : "The output's error need not fall at every step (a block can pull the row away "
+                            "from where the remaining keys will take it), ") +
+      "and after the last step the row equals attention over every key (to rounding), as in the library's run.");
   std::cout << "Ring attention, " << p.ranks << " ranks, against the single-process reference:\n";
   return lesson::verdicts(r) ? 0 : 1;
 }

@@ -1,7 +1,7 @@
 // Lesson 5: zigzag sharding balances the causal ring.
 //
 // The balance table comes from sim/layout/work_table.hpp (computed from positions); the per-step sub-blocks
-// (diagonal / lower / upper) and their work come from the Recorder of a traced zigzag ring run.
+// (diagonal / half-kv / half-q) and their work come from the Recorder of a traced zigzag ring run.
 #include <iostream>
 #include <map>
 
@@ -40,41 +40,59 @@ int run_lesson(int argc, char** argv) {
   const std::int64_t t = Z.chunk_len(), BN = p.batch * p.heads;
 
   lesson::title("Lesson 5: zigzag sharding, the same work for every rank at every step");
+  lesson::shape(o.config.problem, "2C = " + std::to_string(2 * C) + " chunks of t = " + std::to_string(t) + " tokens");
   lesson::say(
-      "Cut the sequence into 2C chunks. Under the causal mask a query chunk c sees c whole key chunks "
-      "and half of its own (the diagonal block): c + 1/2 blocks of work. Contiguous sharding gives rank r "
-      "chunks 2r and 2r+1; zigzag gives it chunk r and chunk 2C-1-r, one early and one late.");
+      "Cut the sequence into 2C chunks of t tokens. Under the causal mask a query chunk c sees c whole key "
+      "chunks and about half of its own (the diagonal block): c + 1/2 t x t blocks of work. Contiguous "
+      "sharding gives rank r chunks 2r and 2r+1; zigzag gives it chunk r and chunk 2C-1-r, one early and one "
+      "late.");
 
   lesson::banner(1, "the balance, computed from the positions");
   const auto kb = chunk_blocks(K), zb = chunk_blocks(Z);
-  std::cout << "  contiguous: chunks per rank " << chunk_list(K) << "\n"
+  const auto kr = ring_blocks(K);
+  std::cout << "  work per rank in t x t blocks, a diagonal block counting 1/2:\n"
+            << "  contiguous: chunks per rank " << chunk_list(K) << "\n"
             << "              blocks per rank " << lesson::list(kb) << ", max/mean " << lesson::fixed(imbalance(kb), 2)
             << "\n"
             << "  zigzag:     chunks per rank " << chunk_list(Z) << "\n"
             << "              blocks per rank " << lesson::list(zb) << ", max/mean " << lesson::fixed(imbalance(zb), 2)
             << "\n\n";
-  lesson::expect(imbalance(zb) == 1.0, "zigzag is balanced");
+  for (double b : zb) lesson::expect(b == 2 * C, "every zigzag rank's two chunks cost 2C blocks");
+  // Contiguous rank r computes r whole ring blocks (4 t x t blocks each) and one diagonal one (1 + 2 x 1/2 = 2).
+  for (std::size_t r = 0; r < kb.size(); ++r)
+    lesson::expect(kb[r] == 4.0 * static_cast<double>(kr[r]) - 2, "t x t blocks = 4 per ring block, 2 on the diagonal");
+  lesson::say(
+      "Lesson 3 counted the same contiguous case in ring blocks computed, a rank's queries against one "
+      "rank's keys: " +
+      lesson::list(std::vector<std::int64_t>(kr.begin(), kr.end())) +
+      ". Same work, another unit: a ring block is 2t x 2t, four t x t blocks, so a wholly visible one counts 4 "
+      "and the diagonal one 2 (one whole, two halves, one masked): rank r's r + 1 ring blocks are 4r + 2 t x t "
+      "blocks.");
   lesson::say(
       "Rank r's two chunks cost r + 1/2 and (2C-1-r) + 1/2: always 2C blocks together. The causal grid "
-      "(rows: query chunks, columns: key chunks; cell: the rank that owns the query chunk):");
-  std::cout << lesson::indent(draw_grid(owner_grid(Z)), "  ") << "\n";
+      "(rows: query chunks, columns: key chunks):");
+  std::cout << lesson::indent(draw_grid(owner_grid(Z)), "  ") << grid_legend("owns the query chunk", false) << "\n";
 
   lesson::banner(2, "the zigzag ring, step by step");
   lesson::say(
-      "At step i rank r holds the K/V of owner o = r - i (mod C). Its local query halves are h0 = chunk "
-      "r and h1 = chunk 2C-1-r. The rule for what to compute:\n"
+      "At step i rank r holds the K/V of owner o = r - i (mod C), both of o's chunks. Its local query "
+      "halves are h0 = chunk r and h1 = chunk 2C-1-r. The rule for what to compute (Transformer Engine's):\n"
       "  step 0 (o = r): diagonal, Q[h0,h1] x KV[h0,h1], causal mask\n"
-      "  o < r: lower, Q[h0,h1] x KV[h0 of o] (both see o's early chunk only)\n"
-      "  o > r: upper, Q[h1] x KV[h0,h1 of o] (only the late half sees o)");
+      "  o < r: half-kv, Q[h0,h1] x KV[h0 of o] (o's early chunk is before both)\n"
+      "  o > r: half-q, Q[h1] x KV[h0,h1 of o] (o's chunks are after h0, before h1)");
+  lesson::say(
+      "Every block computed lies below the causal diagonal; the names say which half of the pair a step uses: "
+      "half-kv half of the K/V it holds (the owner's early chunk), half-q half of its queries (its late "
+      "chunk). Either way a step after 0 computes two t x t blocks, wholly visible, and no masked pair.");
   const RunResult r = lesson::run_and_step(o.config, o);
   const auto frames = step_frames(r);
-  if (!o.step)
+  if (!o.last_run_replayed)
     for (const StepFrame& f : frames)
       if (f.phase == "forward") std::cout << format_frame(f, r) << "\n";
 
-  lesson::banner(3, "the work per step, from the Recorder");
+  lesson::banner(3, "the work per step, as each rank counted it");
   const auto table = ring_step_pairs(Z);
-  std::cout << "  visible pairs x heads x batch; t = " << t << " tokens per chunk, heads x batch = " << BN << "\n";
+  std::cout << "  visible pairs x heads x batch per step (t = " << t << " tokens, heads x batch = " << BN << ")\n";
   std::cout << "  rank  ";
   for (int i = 0; i < C; ++i) std::cout << lesson::pad("step " + std::to_string(i), 9);
   std::cout << "kinds\n";
@@ -92,7 +110,7 @@ int run_lesson(int argc, char** argv) {
     for (const StepFrame& f : frames)
       if (f.phase == "forward")
         for (const BlockDone& b : f.ranks[static_cast<std::size_t>(rk.rank)].blocks) kinds[block_kind_name(b.kind)]++;
-    lesson::expect(kinds["lower"] == rk.rank && kinds["upper"] == C - 1 - rk.rank, "r lower steps, C-1-r upper");
+    lesson::expect(kinds["half-kv"] == rk.rank && kinds["half-q"] == C - 1 - rk.rank, "r half-kv steps, C-1-r half-q");
     std::string ks;
     for (const auto& [k, n] : kinds) ks += (ks.empty() ? "" : " ") + k + " " + std::to_string(n);
     std::cout << ks << "\n";

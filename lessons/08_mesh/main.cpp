@@ -67,27 +67,36 @@ RunResult show_mesh(const lesson::Options& o, int A) {
             << "  rings (following each rank's K/V sends):   " << ring_text << "\n\n";
   const std::int64_t nh = p.heads / A;
   std::cout << "  rank  heads after A2A  positions after A2A (chunks of " << L.chunk_len() << ")\n";
-  for (const StepFrame& f : step_frames(r)) {
-    if (f.phase != "forward" || f.step != 1) continue;  // the ring's first step, after the A2A step 0
-    for (const RankStep& rs : f.ranks) {
-      const auto& g = m.a2a_group[static_cast<std::size_t>(rs.rank)];
-      const auto member = std::find(g.begin(), g.end(), rs.rank) - g.begin();
-      lesson::expect(static_cast<int>(g.size()) == A && rs.rank / A == g.front() / A,
-                     "A2A groups of A consecutive ranks");
-      lesson::expect(static_cast<int>(m.ring[static_cast<std::size_t>(rs.rank)].size()) == R, "rings of R ranks");
-      std::vector<Span> q;
-      for (const BlockDone& b : rs.blocks) q.insert(q.end(), b.q.begin(), b.q.end());
-      std::int64_t rows = 0;
-      for (const Span& sp : q) rows += sp.hi - sp.lo;
-      lesson::expect(rows == p.seq / R, "after the A2A a rank attends for S/R positions");
-      std::cout << "  " << lesson::pad(std::to_string(rs.rank), 6)
-                << lesson::pad(
-                       "h" + std::to_string(member * nh) + (nh > 1 ? "-" + std::to_string((member + 1) * nh - 1) : ""),
-                       17)
-                << chunk_names(q, L, 'q') << "\n";
-    }
+  // The ring's first step: the first forward frame with attention calls (the all-to-all comes before it).
+  const auto frames = step_frames(r);
+  const auto first = std::find_if(frames.begin(), frames.end(), [](const StepFrame& f) {
+    return f.phase == "forward" &&
+           std::any_of(f.ranks.begin(), f.ranks.end(), [](const RankStep& rs) { return !rs.blocks.empty(); });
+  });
+  lesson::expect(first != frames.end(), "the hybrid computes attention");
+  std::vector<std::vector<Span>> group_rows(static_cast<std::size_t>(C / A));
+  for (const RankStep& rs : first->ranks) {
+    const auto& g = m.a2a_group[static_cast<std::size_t>(rs.rank)];
+    const auto member = std::find(g.begin(), g.end(), rs.rank) - g.begin();
+    lesson::expect(static_cast<int>(g.size()) == A && rs.rank / A == g.front() / A,
+                   "A2A groups of A consecutive ranks");
+    lesson::expect(static_cast<int>(m.ring[static_cast<std::size_t>(rs.rank)].size()) == R, "rings of R ranks");
+    std::vector<Span> q;
+    for (const BlockDone& b : rs.blocks) q.insert(q.end(), b.q.begin(), b.q.end());
+    std::int64_t rows = 0;
+    for (const Span& sp : q) rows += sp.hi - sp.lo;
+    lesson::expect(rows == p.seq / R, "after the A2A a rank attends for S/R positions");
+    auto& same = group_rows[static_cast<std::size_t>(rs.rank / A)];
+    if (member == 0) same = q;
+    lesson::expect(chunk_names(q, L, 'q') == chunk_names(same, L, 'q'), "a group's members attend the same rows");
+    std::cout << "  " << lesson::pad(std::to_string(rs.rank), 6)
+              << lesson::pad(
+                     "h" + std::to_string(member * nh) + (nh > 1 ? "-" + std::to_string((member + 1) * nh - 1) : ""),
+                     17)
+              << chunk_names(q, L, 'q') << "\n";
   }
-  std::cout << "\n";
+  std::cout << "  heads: group member m holds heads m N/A to (m+1) N/A - 1, by the A2A's layout\n"
+               "  positions: the query rows of its attention calls at the ring's first step\n\n";
   lesson::say("Every member of an A2A group attends for the same " + std::to_string(p.seq / R) +
               " positions (S/R) "
               "but its own N/A = " +
@@ -109,6 +118,7 @@ int run_lesson(int argc, char** argv) {
   require(p.ranks == 8, "this lesson lays out C = 8 as 2 x 4 and 4 x 2", "use --ranks 8");
 
   lesson::title("Lesson 8: A2A + P2P on a 2-D mesh");
+  lesson::shape(o.config.problem, "as 2 x 4, then 4 x 2");
   lesson::say(
       "Ulysses is limited by the heads, the ring by nothing but pays C-1 exchanges. The hybrid combines "
       "them on a mesh C = A x R: ranks form groups of A consecutive ranks that all-to-all among themselves "

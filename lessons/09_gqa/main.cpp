@@ -52,6 +52,7 @@ int run_lesson(int argc, char** argv) {
   const std::int64_t group = p.heads / p.kv_heads;
 
   lesson::title("Lesson 9: grouped-query attention and the Ulysses degree");
+  lesson::shape(o.config.problem, "C = 8, then 16");
   lesson::say("With grouped-query attention (GQA) several query heads share one key/value head: here Nq = " +
               std::to_string(p.heads) + " query heads read Nkv = " + std::to_string(p.kv_heads) + " KV heads, " +
               std::to_string(group) +
@@ -90,7 +91,7 @@ int run_lesson(int argc, char** argv) {
       "Ranks 0-7 and 8-15 form two all-to-all groups of 8 (no replication needed: 8 divides 8); "
       "then rings of 2 ranks (0 with 8, 1 with 9, ...) pass K/V once.");
 
-  lesson::banner(5, "what each way sends, from the Recorder (rank 0, forward)");
+  lesson::banner(5, "what each way sends, as rank 0 counted it (forward)");
   const std::int64_t s16 = p.seq / 16, word = 8;
   const std::int64_t q16 = p.batch * s16 * p.heads * p.head_dim * word,
                      kv16 = p.batch * s16 * p.kv_heads * p.head_dim * word;

@@ -17,8 +17,8 @@ const ShardingWork& find(const std::vector<ShardingWork>& all, Sharding s) {
   throw Error("lesson 12: no " + std::string(sharding_name(s)) + " in the comparison");
 }
 
-// One row per sharding: its per-rank pairs, max/mean, and the ring's imbalance.
-void print_side_by_side(const std::vector<ShardingWork>& all, int C) {
+// One row per sharding: its per-rank pairs, max/mean, and the ring's imbalance; with `legend`, what they count.
+void print_side_by_side(const std::vector<ShardingWork>& all, int C, bool legend) {
   std::string head = "  " + lesson::pad("sharding", 31);
   for (int r = 0; r < C; ++r) head += lesson::pad("rank " + std::to_string(r), 8);
   lesson::row(head + "max/mean  ring");
@@ -28,6 +28,10 @@ void print_side_by_side(const std::vector<ShardingWork>& all, int C) {
     for (std::int64_t x : w.per_rank) line += lesson::pad(std::to_string(x), 8);
     lesson::row(line + lesson::pad(lesson::fixed(w.imbalance, 2), 10) + lesson::fixed(w.ring_imbalance, 2));
   }
+  if (legend)
+    std::cout << "  rank r: visible pairs per head of rank r's queries (query-key pairs the mask\n"
+                 "  lets through); max/mean: the busiest rank over the mean; ring: each ring\n"
+                 "  step's busiest rank, summed over the steps, over an even split\n";
   std::cout << "\n";
 }
 
@@ -57,15 +61,19 @@ int run_lesson(int argc, char** argv) {
   p.seq = 512;
   p.heads = p.kv_heads = 2;
   p.head_dim = 8;
-  if (!lesson::parse_options(argc, argv, "Lesson 12: documents and windows", lesson::kShape, o)) return 0;
+  if (!lesson::parse_options(argc, argv, "Lesson 12: documents and windows", lesson::kShape | lesson::kStep, o))
+    return 0;
   const int C = p.ranks;
   const std::int64_t S = p.seq;
   o.config.strategy = StrategyKind::ring;
   p.docs.random = 8;
   p.docs.seed = o.config.seed;
-  validate(p, StrategyKind::ring);  // S % 2C == 0: the seeded lengths are multiples of 2C
+  validate(p, StrategyKind::ring);     // S % 2C == 0: the seeded lengths are multiples of 2C
+  const std::int64_t W = S / (2 * C);  // STEP 2's window: shorter than a rank's S/C tokens
 
   lesson::title("Lesson 12: documents and windows, and the shardings that balance them");
+  lesson::shape(
+      p, "8 seeded documents, then a window of S/(2C) = " + std::to_string(W) + " keys; every sharding compared");
   lesson::say(
       "Long-context training packs many documents into one sequence and masks attention at their "
       "boundaries: a query sees the earlier keys of its own document only (Llama 3's document mask; "
@@ -80,7 +88,7 @@ int run_lesson(int argc, char** argv) {
   const auto with_docs = compare_shardings(C, S, docs);
   std::cout << "  " << docs.docs.describe() << "\n"
             << "  visible pairs per head, " << docs.mask.describe() << "\n\n";
-  print_side_by_side(with_docs, C);
+  print_side_by_side(with_docs, C, true);
   std::int64_t want = 0;
   for (std::int64_t L : docs.docs.lengths) want += L * (L + 1) / 2;
   for (const ShardingWork& w : with_docs)
@@ -88,6 +96,8 @@ int run_lesson(int argc, char** argv) {
   const ShardingWork &global = find(with_docs, Sharding::global_zigzag), &per_doc = find(with_docs, Sharding::zigzag);
   lesson::expect(per_doc.imbalance == 1.0, "per-document zigzag is balanced");
   lesson::expect(global.imbalance > per_doc.imbalance, "global zigzag is not");
+  for (std::int64_t L : docs.docs.lengths) lesson::expect(L % (2 * C) == 0, "every length is a multiple of 2C");
+  lesson::expect(find(with_docs, Sharding::striped).imbalance < global.imbalance, "striped is closer to 1.00");
   lesson::say("Every sharding computes the same " + std::to_string(want) +
               " pairs per head (the sum of L(L+1)/2 over the documents); they differ in who computes them. "
               "Zigzag over the whole sequence gives rank r chunks r and 2C-1-r of the sequence, but a chunk that "
@@ -109,12 +119,11 @@ int run_lesson(int argc, char** argv) {
               " times the mean while the others wait.");
 
   lesson::banner(2, "a sliding window");
-  const std::int64_t W = S / (2 * C);  // shorter than a rank's S/C tokens
   LayoutOptions window;
   window.mask = Mask(true, W, {});
   const auto with_window = compare_shardings(C, S, window);
   std::cout << "  visible pairs per head, " << window.mask.describe() << "\n\n";
-  print_side_by_side(with_window, C);
+  print_side_by_side(with_window, C, false);
   print_steps(with_window, C);
   const ShardingWork &striped = find(with_window, Sharding::striped), &zig = find(with_window, Sharding::global_zigzag),
                      &contiguous = find(with_window, Sharding::contiguous);
@@ -140,12 +149,14 @@ int run_lesson(int argc, char** argv) {
   a.backward = true;
   a.check = true;
   a.problem.sharding = Sharding::zigzag;  // per document
-  ok = lesson::verdicts(lesson::run_and_step(a, o), "documents") && ok;
+  // --step pauses at the STEPs only: the stepper's frames name chunks of the whole sequence, and a rank here holds
+  // a piece of every document (or every C-th token), too many spans for an 80-column frame.
+  ok = lesson::verdicts(lesson::run_and_step(a, o, false), "documents") && ok;
   RunConfig b = a;
   b.problem.docs = DocSpec{};
   b.problem.window = W;
   b.problem.sharding = Sharding::striped;
-  ok = lesson::verdicts(lesson::run_and_step(b, o), "window") && ok;
+  ok = lesson::verdicts(lesson::run_and_step(b, o, false), "window") && ok;
   return ok ? 0 : 1;
 }
 

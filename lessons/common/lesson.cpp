@@ -8,6 +8,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "lessons/common/stepping.hpp"
+#include "lessons/common/terminal.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/runtime/mpi_runs.hpp"
@@ -25,7 +27,7 @@ bool parse_options(int argc, char** argv, const std::string& title, unsigned fla
   po::options_description desc(title);
   cli::add_problem_options(desc, values, shape);
   if (flags & kStep)
-    desc.add_options()("step", "pause at every step (Enter: next, q: quit); no pause without a terminal")(
+    desc.add_options()("step", "pause at every STEP and run step (any key: next, q: stop); not without a terminal")(
         "trace", po::value(&o.trace_file), "write each run's trace (Chrome trace JSON) to this file");
   desc.add_options()("help,h", "show this help");
   po::variables_map vm;
@@ -49,6 +51,7 @@ bool parse_options(int argc, char** argv, const std::string& title, unsigned fla
     lead_runs();
   }
   o.step = vm.count("step") > 0;
+  if (o.step) stepping().start(stdin_is_terminal(), read_key, std::cout);
   require(o.config.problem.ranks >= 1, "--ranks must be at least 1", "use --ranks 4");
   return true;
 }
@@ -100,7 +103,15 @@ void title(const std::string& text) {
 }
 
 void banner(int step, const std::string& text) {
+  stepping().pause();
   std::cout << "STEP " << step << ": " << text << "\n\n";
+}
+
+void shape(const Problem& p, const std::string& note) {
+  std::cout << "Shape: B=" << p.batch << " S=" << p.seq << " Nq=" << p.heads << " Nkv=" << p.kv_heads
+            << " D=" << p.head_dim << ", C=" << p.ranks << " ranks, " << sharding_name(p.sharding) << " sharding\n"
+            << wrap("(" + (note.empty() ? "" : note + "; ") + "--help lists the flags that change it)", 78, "       ")
+            << "\n";
 }
 
 void say(const std::string& paragraph) {
@@ -152,9 +163,10 @@ void expect(bool ok, const std::string& what) {
   if (!ok) throw Error("lesson check failed: " + what);
 }
 
-RunResult run_and_step(RunConfig config, const Options& o) {
+RunResult run_and_step(RunConfig config, const Options& o, bool replay) {
   config.check = true;
-  config.tracing = config.tracing || o.step || !o.trace_file.empty();
+  replay = replay && stepping().active();
+  config.tracing = config.tracing || replay || !o.trace_file.empty();
   RunResult r = run(config);
   if (!o.trace_file.empty()) {
     std::filesystem::path path(o.trace_file);
@@ -163,11 +175,12 @@ RunResult run_and_step(RunConfig config, const Options& o) {
     write_trace(path, r);
     std::cout << "Wrote the trace of the " << strategy_name(config.strategy) << " run to " << path.string() << "\n\n";
   }
-  if (o.step) {
-    const bool tty = stdin_is_terminal();
+  o.last_run_replayed = replay;
+  if (replay) {
     std::cout << "Stepping through the " << strategy_name(config.strategy) << " run"
-              << (tty ? " (Enter: next step, q: quit):\n" : " (no terminal: straight through):\n");
-    step_through(r, std::cin, std::cout, tty);
+              << (stepping().interactive() ? " (a key: next, q: stop stepping):\n"
+                                           : " (no terminal: straight through):\n");
+    step_through(r, std::cout, [] { return stepping().pause(); });
     std::cout << "\n";
   }
   return r;
@@ -209,6 +222,18 @@ void verdict_lines(const std::string& label, const std::vector<std::string>& ent
     first = false;
   }
   std::cout << line << "\n";
+}
+
+std::string step_order(const RunResult& r, int rank, const std::string& phase, int step) {
+  std::string order;
+  for (const TraceEvent& e : r.ranks.at(static_cast<std::size_t>(rank)).stats.events()) {
+    if (e.phase != phase || e.step != step || e.type == TraceEvent::Type::step) continue;
+    const std::string what = e.type == TraceEvent::Type::wait   ? "wait " + e.name
+                             : e.type == TraceEvent::Type::comm ? "start " + e.name
+                                                                : e.name;
+    order += (order.empty() ? "" : " -> ") + what;
+  }
+  return order;
 }
 
 std::string phase_calls(const RunResult& r, int rank, const std::string& phase) {

@@ -25,7 +25,7 @@ enum Flag : unsigned {
   kBatch = cli::kFlagBatch,
   kSharding = cli::kFlagSharding,
   kBackend = cli::kFlagBackend,
-  kStep = cli::kAllProblemFlags + 1,  // --step: replay the run one step at a time; also --trace FILE
+  kStep = cli::kAllProblemFlags + 1,  // --step: pause at every STEP and replay each run step by step (stepping.hpp); --trace FILE
   kShape = kRanks | kSeq | kHeads | kKvHeads | kHeadDim | kBatch | kBackend,
 };
 
@@ -34,6 +34,7 @@ struct Options {
   bool step = false;       // --step given
   std::string trace_file;  // --trace FILE given: every run of the lesson writes its trace
   mutable int traces_written = 0;
+  mutable bool last_run_replayed = false;  // run_and_step replayed its run step by step (the lesson need not print it)
 };
 
 // Parses argv into o; o.config holds the lesson's defaults on entry. Only the flags in `flags` are accepted.
@@ -45,7 +46,10 @@ int guarded(const char* lesson, const std::function<int()>& body);
 
 // Narration.
 void title(const std::string& text);             // the lesson's first line, underlined
-void banner(int step, const std::string& text);  // "STEP n: text"
+void banner(int step, const std::string& text);  // "STEP n: text"; with --step it pauses first
+// Printed right after the title: "Shape: B=1 S=16 Nq=2 Nkv=2 D=8, C=4 ranks, contiguous sharding", then
+// "(note; --help lists the flags that change it)" under it. (Not the backend: a transcript is the same on each.)
+void shape(const Problem& p, const std::string& note = "");
 void say(const std::string& paragraph);          // wrapped to 78 columns, blank line after
 std::string wrap(const std::string& paragraph, int width = 78, const std::string& indent = "");
 std::string indent(const std::string& text, const std::string& prefix);  // every line prefixed, spacing kept
@@ -61,9 +65,10 @@ void row(std::string line);                                              // prin
 void expect(bool ok, const std::string& what);
 
 // Runs the configuration (checked against the reference, traced when stepping or writing a trace).
-// With --step the run is replayed one step at a time (pausing only when stdin is a terminal). With --trace FILE
-// the first run's trace goes to FILE, later runs' to FILE with ".2", ".3", ... before its extension.
-RunResult run_and_step(RunConfig config, const Options& o);
+// While stepping (and with `replay`) the run is replayed one step at a time, pausing after every page (only when
+// stdin is a terminal); o.last_run_replayed says whether it was. With --trace FILE the first run's trace goes to
+// FILE, later runs' to FILE with ".2", ".3", ... before its extension.
+RunResult run_and_step(RunConfig config, const Options& o, bool replay = true);
 
 // Per-rank verdicts on the rows each rank owns: "rank 2: CORRECT" or "rank 2: ERROR (max abs error 3.1e-01 ...)",
 // one per line; with a label ("ring"), after the label and as many per line as fit in 80 columns.
@@ -74,5 +79,9 @@ void verdict_lines(const std::string& label, const std::vector<std::string>& ent
 
 // Per-phase communication calls of one rank, from its trace (the run must be traced): "all_to_all 4".
 std::string phase_calls(const RunResult& r, int rank, const std::string& phase);
+
+// What one rank did in one step of a phase, in the order it recorded it (the run must be traced):
+// "start isend -> start irecv -> attention_forward -> wait isend -> wait irecv".
+std::string step_order(const RunResult& r, int rank, const std::string& phase, int step);
 
 }  // namespace cpsim::lesson

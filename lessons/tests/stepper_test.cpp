@@ -4,9 +4,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "lessons/common/lesson.hpp"
+#include "lessons/common/stepping.hpp"
 #include "sim/core/error.hpp"
 #include "sim/layout/work_table.hpp"
 
@@ -45,15 +47,15 @@ TEST_CASE("a zigzag ring has one frame per step and every rank holds the K/V of 
       const int owner = ((rank - i) % 4 + 4) % 4;
       const RankStep& rs = at(frames, "forward", i, rank);
       std::vector<Span> want = to_spans(L.positions(owner));
-      if (i > 0 && owner < rank) want = {Span{2 * owner, 2 * owner + 2}};  // "lower": the owner's early chunk only
-      REQUIRE(rs.kv_held.size() == want.size());
+      if (i > 0 && owner < rank) want = {Span{2 * owner, 2 * owner + 2}};  // half-kv: the owner's early chunk only
+      REQUIRE(rs.kv_read.size() == want.size());
       for (std::size_t j = 0; j < want.size(); ++j) {
-        CHECK(rs.kv_held[j].lo == want[j].lo);
-        CHECK(rs.kv_held[j].hi == want[j].hi);
+        CHECK(rs.kv_read[j].lo == want[j].lo);
+        CHECK(rs.kv_read[j].hi == want[j].hi);
       }
       CHECK(rs.blocks.front().kind == (i == 0         ? BlockKind::diagonal
-                                       : owner < rank ? BlockKind::lower
-                                                      : BlockKind::upper));
+                                       : owner < rank ? BlockKind::half_kv
+                                                      : BlockKind::half_q));
       CHECK(rs.pairs == r.config.problem.heads * ring_step_pairs(L)[rank][i]);
     }
 }
@@ -90,16 +92,53 @@ TEST_CASE("chunk names compress runs of chunks and fall back to spans off the ch
   CHECK(chunk_names({}, L, 'k') == "-");
 }
 
-TEST_CASE("stepping interactively stops at q and runs straight through without a terminal") {
+TEST_CASE("a replay pauses after every page, the last frame's included, and stops when pause says so") {
   const RunResult r = traced(StrategyKind::ring, Sharding::zigzag, 4);
-  std::istringstream quit("\nq\n");
+  int pauses = 0;
   std::ostringstream out;
-  CHECK(step_through(r, quit, out, true) == 2);
-  std::istringstream none;
+  CHECK(step_through(r, out, [&] { return ++pauses < 2; }) == 2);
+  CHECK(pauses == 2);
+  pauses = 0;
   std::ostringstream all;
-  CHECK(step_through(r, none, all, false) == 4);
+  CHECK(step_through(r, all, [&] { return ++pauses > 0; }) == 4);
+  CHECK(pauses == 4);  // one page per frame at C=4, and a pause after the last
   CHECK(all.str().find("step 3 of 4") != std::string::npos);
-  CHECK(all.str().find("Enter") == std::string::npos);
+}
+
+TEST_CASE("every page of a frame fits a 24-line terminal: C=8 frames split into pages, C=4 ones do not") {
+  for (StrategyKind k : {StrategyKind::ring, StrategyKind::hybrid, StrategyKind::ulysses, StrategyKind::all_gather}) {
+    RunConfig c;
+    c.strategy = k;
+    c.problem.ranks = 8;
+    c.problem.seq = 32;
+    c.problem.heads = c.problem.kv_heads = 8;
+    c.problem.head_dim = 4;
+    c.backward = true;
+    c.tracing = true;
+    const RunResult r = run(c);
+    for (const StepFrame& f : step_frames(r)) {
+      const auto pages = frame_pages(f, r);
+      for (const std::string& page : pages) {
+        const auto lines = std::count(page.begin(), page.end(), '\n');
+        CHECK(lines <= kFrameLines);
+        std::istringstream in(page);
+        for (std::string line; std::getline(in, line);) CHECK(line.size() <= 80);
+      }
+      if (k == StrategyKind::ring) CHECK(pages.size() == 2);  // 8 ranks and a 16-chunk grid: two pages
+      if (pages.size() > 1) CHECK(pages[1].find("(continued)") != std::string::npos);
+    }
+  }
+  const RunResult small = traced(StrategyKind::ring, Sharding::zigzag, 4);
+  for (const StepFrame& f : step_frames(small)) CHECK(frame_pages(f, small).size() == 1);
+}
+
+TEST_CASE("a grid printed in a frame has its legend under it") {
+  const RunResult r = traced(StrategyKind::ring, Sharding::contiguous, 4);
+  const std::string text = format_frame(step_frames(r).at(1), r);
+  const auto grid = text.find("chunks computed at this step"), legend = text.find("legend: r = rank r computes");
+  REQUIRE(grid != std::string::npos);
+  CHECK(legend > grid);
+  CHECK(text.find("blank = visible, not computed now") > legend);
 }
 
 TEST_CASE("stepping an untraced run is an error that names the fix") {
@@ -117,4 +156,46 @@ TEST_CASE("lesson text wraps at 78 columns and keeps a line's indent on its cont
                  std::string(30, 'd') + "\n");
   CHECK(lesson::ms(12.345) == "12.35 ms");
   CHECK(lesson::list(std::vector<double>{2, 6, 10, 14}) == "[2, 6, 10, 14]");
+}
+
+TEST_CASE("stepping at a terminal goes on at any key and ends for the whole lesson at q") {
+  std::string keys = " xq";
+  std::size_t next = 0;
+  std::ostringstream out;
+  lesson::Stepping s;
+  s.start(
+      true, [&] { return next < keys.size() ? keys[next++] : -1; }, out);
+  CHECK(s.pause());
+  CHECK(s.pause());
+  CHECK_FALSE(s.pause());  // q
+  CHECK_FALSE(s.active());
+  CHECK_FALSE(s.pause());  // no more waiting: the key source is not asked again
+  CHECK(next == 3);
+  CHECK(out.str().find("q: stop stepping") != std::string::npos);
+}
+
+TEST_CASE("stepping without a terminal never waits for a key") {
+  lesson::Stepping s;
+  std::ostringstream out;
+  int asked = 0;
+  s.start(
+      false, [&] { return ++asked, ' '; }, out);
+  CHECK(s.pause());
+  CHECK(asked == 0);
+  CHECK(out.str().empty());
+}
+
+TEST_CASE("the end of input at a prompt ends stepping, as q does") {
+  lesson::Stepping s;
+  std::ostringstream out;
+  s.start(
+      true, [] { return -1; }, out);
+  CHECK_FALSE(s.pause());
+}
+
+TEST_CASE("a half-kv frame shows the whole shard a rank holds beside the one chunk its call reads") {
+  const RunResult r = traced(StrategyKind::ring, Sharding::zigzag, 4);
+  const std::string step1 = format_frame(step_frames(r).at(1), r);
+  CHECK(step1.find("  1    k0,7      half-kv: q1,6 x k0 ") != std::string::npos);
+  CHECK(step1.find("  0    k3,4      half-q: q7 x k3,4 ") != std::string::npos);
 }

@@ -2,10 +2,12 @@
 //
 //   cpsim judge zigzag_ring               cmake --build <build dir> --target judge_zigzag_ring, then runs it
 //   cpsim judge zigzag_ring --solution    the same judge on the reference solution (exercises/<name>/solution/)
+// An exercise is one line of kExercises (and one cpsim_add_exercise in exercises/CMakeLists.txt).
 // The build dir is the folder holding this cpsim binary (where CMake puts it), unless --build-dir names another.
 // Exit code: the judge's (0 every case passed, 1 a case failed); 1 when the build fails; 2 for bad input.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -24,7 +26,14 @@ struct Exercise {
 };
 constexpr Exercise kExercises[] = {
     {"zigzag_ring", "zigzag ring attention, forward (exercises/zigzag_ring/zigzag_ring.cpp)"},
+    {"ring_backward", "ring attention, backward (exercises/ring_backward/ring_backward.cpp)"},
 };
+
+std::string exercise_names() {
+  std::string s;
+  for (const Exercise& e : kExercises) s += (s.empty() ? "" : " | ") + std::string(e.name);
+  return s;
+}
 
 std::string quoted(const fs::path& p) {
   std::string s = "'";
@@ -39,7 +48,8 @@ int exit_code(int status) {
 int cmd_judge(const std::vector<std::string>& args) {
   po::options_description desc("cpsim judge <exercise>: build the judge on your file and run it");
   std::string exercise, build_dir;
-  desc.add_options()("exercise", po::value(&exercise), "the exercise: zigzag_ring")(
+  const std::string names = exercise_names();
+  desc.add_options()("exercise", po::value(&exercise), ("the exercise: " + names).c_str())(
       "solution", "judge the reference solution instead of your file")(
       "no-build", "run the judge as last built, without calling cmake --build")(
       "build-dir", po::value(&build_dir), "the CMake build folder (default: the folder of this cpsim binary)")(
@@ -58,14 +68,17 @@ int cmd_judge(const std::vector<std::string>& args) {
   if (vm.count("help") || vm.count("list")) {
     if (vm.count("help")) std::cout << "usage: cpsim judge <exercise> [options]\n\n" << all << "\n";
     std::cout << "exercises:\n";
-    for (const Exercise& e : kExercises) std::cout << "  " << e.name << "  " << e.summary << "\n";
+    std::size_t width = 0;
+    for (const Exercise& e : kExercises) width = std::max(width, std::string(e.name).size());
+    for (const Exercise& e : kExercises)
+      std::cout << "  " << e.name << std::string(width + 2 - std::string(e.name).size(), ' ') << e.summary << "\n";
     return 0;
   }
   bool known = false;
   for (const Exercise& e : kExercises) known = known || exercise == e.name;
   if (!known)
-    throw UsageError(exercise.empty() ? "name the exercise to judge; use `cpsim judge zigzag_ring`"
-                                      : "unknown exercise '" + exercise + "'; use `cpsim judge zigzag_ring`");
+    throw UsageError((exercise.empty() ? "name the exercise to judge" : "unknown exercise '" + exercise + "'") +
+                     "; use `cpsim judge <exercise>` with one of " + names);
 
   const fs::path dir = build_dir.empty() ? fs::read_symlink("/proc/self/exe").parent_path() : fs::path(build_dir);
   if (!fs::exists(dir / "CMakeCache.txt"))
@@ -90,5 +103,5 @@ int cmd_judge(const std::vector<std::string>& args) {
 }
 
 }  // namespace
-CPSIM_COMMAND(judge, "build and run an exercise's judge on your file (zigzag_ring)", cmd_judge);
+CPSIM_COMMAND(judge, "build and run an exercise's judge on your file (zigzag_ring, ring_backward)", cmd_judge);
 }  // namespace cpsim::cli

@@ -99,7 +99,7 @@ int cmd_layout(const std::vector<std::string>& args) {
   const int C = p.ranks;
   const std::int64_t S = p.seq;
   const bool chunk_grid = S % (2 * C) == 0 && !L.chunks(0).empty();
-  const bool notebook = chunk_grid && mask == Mask(true);  // the seed notebook's chunk-block table
+  const bool notebook = chunk_grid && mask == Mask(true);  // the handbook chapter's chunk-block table
   const auto pairs = visible_pairs_per_rank(L, mask);
   const auto steps = ring_step_pairs(L, mask);
   std::vector<int> ring;
@@ -171,6 +171,13 @@ int cmd_layout(const std::vector<std::string>& args) {
               << (notebook ? (std::ostringstream() << blocks[r]).str() : "-") << std::setw(15) << pairs[r] << ring[r]
               << "\n";
   }
+  if (notebook)
+    std::cout << "chunk blocks: t x t blocks, a diagonal one counting 1/2; visible pairs: query-key pairs the causal\n"
+                 "mask lets through, per head; ring blocks: the ring's attention calls (a rank's queries x one rank's "
+                 "keys)\n";
+  else
+    std::cout << "chunk blocks: only for the causal mask on 2C chunks; visible pairs: query-key pairs the mask lets\n"
+                 "through, per head; ring blocks: the ring's attention calls (a rank's queries x one rank's keys)\n";
   std::cout << std::right << "\nimbalance (max/mean visible pairs): " << fixed2(imbalance(pairs)) << "\n";
 
   // 2. The ring's steps: at step i rank r holds the K/V of rank r - i; each step lasts as long as its busiest rank.
@@ -237,13 +244,11 @@ int cmd_layout(const std::vector<std::string>& args) {
   if (S % (2 * C) == 0) cell = std::gcd(cell, L.chunk_len());
   if (S / cell <= kMaxGridCells) {
     if (notebook)
-      std::cout << "\nCausal grid (rows: query chunks, columns: key chunks; cell: the rank owning the query chunk,\n"
-                   "'\\' a diagonal block that is half masked, '.' masked):\n\n";
+      std::cout << "\nCausal grid (rows: query chunks, columns: key chunks):\n\n"
+                << draw_grid(mask_grid(L, mask, cell)) << grid_legend("owns the query chunk", false, "");
     else
-      std::cout << "\nGrid under the mask (rows: query cells, columns: key cells, " << cell
-                << " tokens each; cell: the rank\nowning the query cell, '\\' a block the mask covers in part, '.' "
-                   "masked):\n\n";
-    std::cout << draw_grid(mask_grid(L, mask, cell));
+      std::cout << "\nGrid under the mask (rows: query cells, columns: key cells, " << cell << " tokens each):\n\n"
+                << draw_grid(mask_grid(L, mask, cell)) << grid_legend("owns the query cell", false, "", true);
   }
   return 0;
 }

@@ -7,8 +7,10 @@ namespace cpsim {
 const char* block_kind_name(BlockKind k) {
   switch (k) {
     case BlockKind::diagonal: return "diagonal";
-    case BlockKind::lower: return "lower";
-    case BlockKind::upper: return "upper";
+    case BlockKind::half_kv:
+      return "half-kv";
+    case BlockKind::half_q:
+      return "half-q";
     case BlockKind::full: return "full";
     case BlockKind::skipped: return "skipped";
     case BlockKind::partial: return "partial";

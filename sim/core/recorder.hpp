@@ -19,12 +19,14 @@ namespace cpsim {
 class ByteWriter;
 class ByteReader;
 
-// The sub-block an attention call covers (the seed's ring rule, reference-facts.md):
+// The sub-block an attention call covers (Transformer Engine's zigzag ring rule, reference-facts.md), shown by
+// block_kind_name as "diagonal", "half-kv", ...:
 //   diagonal: a causal block on the diagonal (partly masked), full: wholly visible,
-//   lower: both local Q halves x the first K/V half, upper: the second Q half x both K/V halves,
+//   half_kv: both local Q chunks x half of the owner's K/V, its early chunk (an owner before this rank),
+//   half_q: half of the local Q, the late chunk, x both of the owner's K/V chunks (an owner after this rank),
 //   skipped: wholly masked, nothing computed,
 //   partial: a ring block off the diagonal that the mask covers in part (documents, a window, striped sharding).
-enum class BlockKind : std::uint8_t { diagonal, lower, upper, full, skipped, partial };
+enum class BlockKind : std::uint8_t { diagonal, half_kv, half_q, full, skipped, partial };
 const char* block_kind_name(BlockKind k);
 
 struct WorkCounts {

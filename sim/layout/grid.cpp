@@ -82,4 +82,17 @@ std::string draw_grid(const Grid& grid) {
   return out;
 }
 
+std::string grid_legend(const std::string& role, bool blanks, const std::string& indent, bool under_mask) {
+  auto pad = [](std::string s, std::size_t w) {
+    if (s.size() < w) s.append(w - s.size(), ' ');
+    return s;
+  };
+  const std::string partly = under_mask ? "r\\ = the mask covers it in part" : "r\\ = on the diagonal, partly masked";
+  const std::string masked = under_mask ? ". = masked (no pair visible)" : ". = masked (keys after queries)";
+  std::string first = indent + "legend: " + pad("r = rank r " + role, 33) + partly;
+  std::string second = indent + "        " + masked;
+  if (blanks) second = indent + "        " + pad(masked, 33) + "blank = visible, not computed now";
+  return first + "\n" + second + "\n";
+}
+
 }  // namespace cpsim

@@ -1,6 +1,7 @@
-// The attention grid drawn in the terminal: rows are query cells, columns key cells. Each cell shows the rank that
-// computes it ("3" for a block the mask shows whole, "3\" for one it covers in part, as on the causal diagonal),
-// "." for a masked block and " " for a visible block nobody computes at the step shown.
+// The attention grid drawn in the terminal: rows are query cells, columns key cells (the 2C chunks of a causal
+// grid). Each cell shows the rank that computes it ("3" for a block the mask shows whole, "3\" for one it covers in
+// part, as on the causal diagonal), "." for a masked block and " " for a visible block nobody computes at the step
+// shown. grid_legend says so in words, under the grid.
 //
 //          k0 k1 k2 k3
 //     q0   0\ .  .  .
@@ -33,4 +34,11 @@ std::int64_t grid_cell(const SeqLayout& L, const Mask& mask);
 
 std::string draw_grid(const Grid& grid);
 
+// The legend printed under a grid, two lines starting with `indent`. `role` says what a cell's rank does with the
+// block ("computes the block", "owns the query chunk"); `blanks`: the grid can hold visible cells nobody computes.
+//   legend: r = rank r computes the block    r\ = on the diagonal, partly masked
+//           . = masked (keys after queries)  blank = visible, not computed now
+// `under_mask`: a mask_grid's legend (its partly masked cells lie at document bounds and window edges too).
+std::string grid_legend(const std::string& role, bool blanks, const std::string& indent = "  ",
+                        bool under_mask = false);
 }  // namespace cpsim

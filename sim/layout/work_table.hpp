@@ -1,8 +1,9 @@
 // Per-rank work of attention under a layout and a mask, computed from the positions (never typed in), by formula on
 // their runs (mask.hpp): nothing here is O(S).
 //
-//   chunk_blocks: the seed notebook's balance table. The sequence is cut into 2C chunks; a query chunk c
-//     attends to c full chunk blocks plus half of the diagonal one, so it costs c + 1/2 blocks (causal mask).
+//   chunk_blocks: the balance table of the handbook chapter "Context parallelism: Ring Attention and Ulysses".
+//     The sequence is cut into 2C chunks; a query chunk c attends to c full chunk blocks plus half of the
+//     diagonal one, so it costs c + 1/2 blocks (t x t blocks, a diagonal one counting 1/2; causal mask).
 //     C=4: contiguous [2, 6, 10, 14], zigzag [8, 8, 8, 8].
 //   visible_pairs_per_rank: exact (query, key) pairs of the rank's queries over the whole sequence, per head.
 //   ring_blocks: blocks a ring computes per rank (a step whose K/V the rank's queries cannot see is skipped).

@@ -1,9 +1,6 @@
 #include "sim/runtime/stepper.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <istream>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -86,6 +83,18 @@ bool shared_cells(const StepFrame& f, const SeqLayout& L) {
   return false;
 }
 
+// The whole shards of the ranks whose positions the spans touch: what a rank holds when it read those keys (every
+// strategy moves K/V a rank's shard at a time), e.g. k0,7 for a zigzag rank that read only k0.
+std::vector<Span> shards_of(const std::vector<Span>& spans, const SeqLayout& L) {
+  std::set<int> owners;
+  for (const Span& sp : spans)
+    for (std::int64_t x = sp.lo; x < sp.hi; ++x) owners.insert(L.owner(x));
+  std::vector<Span> held;
+  for (int o : owners)
+    for (const Span& sp : L.spans(o)) held.push_back(sp);
+  return merge_spans(held);
+}
+
 }  // namespace
 
 std::string chunk_names(const std::vector<Span>& spans, const SeqLayout& L, char prefix) {
@@ -126,9 +135,9 @@ std::vector<StepFrame> step_frames(const RunResult& r) {
         RankStep& rs = rank_step(frame(e.phase, e.step), rk.rank);
         rs.blocks.push_back(BlockDone{e.q_spans, e.k_spans, e.kind, e.pairs});
         rs.pairs += e.pairs;
-        std::vector<Span> held = rs.kv_held;
+        std::vector<Span> held = rs.kv_read;
         held.insert(held.end(), e.k_spans.begin(), e.k_spans.end());
-        rs.kv_held = merge_spans(held);
+        rs.kv_read = merge_spans(held);
       } else if (e.type == TraceEvent::Type::comm) {
         RankStep& rs = rank_step(frame(e.phase, e.step), rk.rank);
         rs.bytes_sent += e.bytes_sent;
@@ -167,74 +176,104 @@ Grid step_grid(const StepFrame& f, const SeqLayout& L) {
   return g;
 }
 
-std::string format_frame(const StepFrame& f, const RunResult& r) {
+std::vector<std::string> frame_pages(const StepFrame& f, const RunResult& r, int max_lines) {
   const SeqLayout L = r.config.problem.layout();
   int steps = 0;  // the phase's step marks, whether or not a step computed anything
   for (const RankReport& rk : r.ranks)
     for (const TraceEvent& e : rk.stats.events())
       if (e.type == TraceEvent::Type::step && e.phase == f.phase) steps = std::max(steps, e.step + 1);
-  std::ostringstream os;
-  os << f.phase << ", "
-     << (f.step < 0 ? "before the first step"
-                    : "step " + std::to_string(f.step) + " of " + std::to_string(std::max(steps, f.step + 1)))
-     << "\n";
-  os << "  " << pad("rank", 4) << pad("K/V held", 9) << pad("computes (kind: query x key chunks)", 33)
-     << pad("pairs", 7) << pad("sent", 9) << "received\n";
-  bool same_calls = true;
-  for (const RankStep& rs : f.ranks) same_calls = same_calls && rs.calls == f.ranks.front().calls;
+  const std::string title =
+      f.phase + ", " +
+      (f.step < 0 ? "before the first step"
+                  : "step " + std::to_string(f.step) + " of " + std::to_string(std::max(steps, f.step + 1)));
+  const std::string header = "  " + pad("rank", 4) + pad("K/V held", 9) +
+                             pad("computes (kind: query x key chunks)", 33) + pad("pairs", 7) + pad("sent", 9) +
+                             "received";
+
+  // 1. The table: one group of lines per rank (one line per attention call), kept together on a page.
+  std::vector<std::vector<std::string>> groups;
   for (const RankStep& rs : f.ranks) {
-    const std::string head = "  " + pad(std::to_string(rs.rank), 4) + pad(chunk_names(rs.kv_held, L, 'k'), 9);
+    const std::string head =
+        "  " + pad(std::to_string(rs.rank), 4) + pad(chunk_names(shards_of(rs.kv_read, L), L, 'k'), 9);
     const std::string tail = pad(std::to_string(rs.pairs), 7) + pad(format_bytes(double(rs.bytes_sent)), 9) +
                              format_bytes(double(rs.bytes_received));
-    if (rs.blocks.empty()) {
-      os << head << pad("-", 33) << tail << "\n";
-      continue;
-    }
+    std::vector<std::string> g;
+    if (rs.blocks.empty()) g.push_back(head + pad("-", 33) + tail);
     for (std::size_t i = 0; i < rs.blocks.size(); ++i) {
       const BlockDone& b = rs.blocks[i];
       const std::string what =
           std::string(block_kind_name(b.kind)) + ": " + chunk_names(b.q, L, 'q') + " x " + chunk_names(b.k, L, 'k');
-      if (i == 0)
-        os << head << pad(what, 33) << tail << "\n";
-      else
-        os << std::string(head.size(), ' ') << what << "\n";
+      g.push_back(i == 0 ? head + pad(what, 33) + tail : std::string(head.size(), ' ') + what);
     }
+    groups.push_back(g);
   }
+  // 2. The calls, and what the columns count.
+  std::vector<std::string> notes;
+  bool same_calls = true;
+  for (const RankStep& rs : f.ranks) same_calls = same_calls && rs.calls == f.ranks.front().calls;
   if (same_calls)
-    os << "  calls during this step, on every rank: " << calls_text(f.ranks.front().calls) << "\n";
+    notes.push_back("  calls during this step, on every rank: " + calls_text(f.ranks.front().calls));
   else
     for (const RankStep& rs : f.ranks)
-      os << "  calls during this step, rank " << rs.rank << ": " << calls_text(rs.calls) << "\n";
+      notes.push_back("  calls during this step, rank " + std::to_string(rs.rank) + ": " + calls_text(rs.calls));
+  notes.push_back("  K/V held: the shards whose keys it read; pairs: visible pairs x heads x batch");
+  // 3. The grid of the chunks computed at this step, with its legend (16 chunks at most: 80 columns).
+  std::vector<std::string> grid;
   bool computed = false;
   for (const RankStep& rs : f.ranks) computed = computed || !rs.blocks.empty();
   if (computed && has_chunk_grid(L) && 2 * L.ranks() <= 16) {
-    os << "  chunks computed at this step (cell: the rank computing it, '\\' half masked):\n";
-    std::istringstream grid(draw_grid(step_grid(f, L)));
-    for (std::string line; std::getline(grid, line);) os << "    " << line << "\n";
-    if (shared_cells(f, L)) os << "  (a cell several ranks compute, each for its own heads, shows the lowest)\n";
+    grid.push_back("  chunks computed at this step (rows: query chunks, columns: key chunks):");
+    std::istringstream cells(draw_grid(step_grid(f, L))), legend(grid_legend("computes the block", true));
+    for (std::string line; std::getline(cells, line);) grid.push_back("    " + line);
+    for (std::string line; std::getline(legend, line);) grid.push_back(line);
+    if (shared_cells(f, L))
+      grid.push_back("  (a cell several ranks compute, each for its own heads, shows the lowest)");
   }
-  return os.str();
+
+  // 4. Pages of at most max_lines lines: the table's rank groups, the notes and the grid each kept whole.
+  std::vector<std::string> pages;
+  std::vector<std::string> page{title};
+  const auto flush = [&](bool table_continues) {
+    std::string text;
+    for (const std::string& line : page) text += line + "\n";
+    pages.push_back(text);
+    page = {title + " (continued)"};
+    if (table_continues) page.push_back(header);
+  };
+  const auto fits = [&](std::size_t n) { return static_cast<int>(page.size() + n) <= max_lines; };
+  page.push_back(header);
+  for (const auto& g : groups) {
+    if (!fits(g.size()) && page.size() > 2) flush(true);
+    page.insert(page.end(), g.begin(), g.end());
+  }
+  if (!fits(notes.size())) flush(false);
+  page.insert(page.end(), notes.begin(), notes.end());
+  if (!grid.empty()) {
+    if (!fits(grid.size())) flush(false);
+    page.insert(page.end(), grid.begin(), grid.end());
+  }
+  std::string text;
+  for (const std::string& line : page) text += line + "\n";
+  pages.push_back(text);
+  return pages;
 }
 
-int step_through(const RunResult& r, std::istream& in, std::ostream& out, bool interactive) {
-  const std::vector<StepFrame> frames = step_frames(r);
+std::string format_frame(const StepFrame& f, const RunResult& r) {
+  std::string s;
+  for (const std::string& page : frame_pages(f, r, 1 << 20)) s += page;
+  return s;
+}
+
+int step_through(const RunResult& r, std::ostream& out, const std::function<bool()>& pause) {
   int shown = 0;
-  for (const StepFrame& f : frames) {
-    out << "\n" << format_frame(f, r);
+  for (const StepFrame& f : step_frames(r)) {
     ++shown;
-    if (!interactive || shown == static_cast<int>(frames.size())) continue;
-    out << "-- Enter: next step, q: quit -- " << std::flush;
-    std::string line;
-    if (!std::getline(in, line) || line == "q" || line == "Q") {
-      out << "\n";
-      break;
+    for (const std::string& page : frame_pages(f, r, kFrameLines)) {
+      out << "\n" << page;
+      if (!pause()) return shown;
     }
   }
   return shown;
-}
-
-bool stdin_is_terminal() {
-  return ::isatty(STDIN_FILENO) == 1;
 }
 
 }  // namespace cpsim

@@ -1,13 +1,14 @@
 // Stepping through a finished run, one algorithm step at a time (the lessons' --step).
 //
 // The run is made with RunConfig::tracing on; the stepper replays what the ranks recorded. For every
-// (phase, step) and every rank it shows the K/V positions the rank's attention calls read (what it held),
-// the sub-blocks it computed with their kinds (diagonal / lower / upper / full / skipped), the visible pairs,
+// (phase, step) and every rank it shows the K/V shards the rank held (those whose keys its attention calls read),
+// the sub-blocks it computed with their kinds (diagonal / half-kv / half-q / full / skipped), the visible pairs,
 // and the bytes and calls it exchanged during the step, plus a causal grid of the chunks computed at that step.
 // Pausing live inside the ranks would need extra messages between them, which would change the very counts
 // being shown; replaying the trace changes nothing.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <string>
@@ -26,7 +27,7 @@ struct BlockDone {  // one attention call
 
 struct RankStep {
   int rank = 0;
-  std::vector<Span> kv_held;  // the union of the key positions its attention calls read
+  std::vector<Span> kv_read;  // the union of the key positions its attention calls read (it may hold more)
   std::vector<BlockDone> blocks;
   std::int64_t pairs = 0;
   std::int64_t bytes_sent = 0, bytes_received = 0;
@@ -47,18 +48,23 @@ std::vector<StepFrame> step_frames(const RunResult& r);
 // (for different heads, as in Ulysses) shows the lowest of them. Requires S % 2C == 0.
 Grid step_grid(const StepFrame& f, const SeqLayout& L);
 
-// The frame as text for an 80-column terminal: one line per rank (more when it made several calls) and, when
-// the chunk grid exists and has at most 16 chunks, the grid of the step.
+// The most lines a frame's page takes: with its leading blank line and the pause prompt, a 24-line terminal.
+inline constexpr int kFrameLines = 22;
+
+// The frame as pages of at most max_lines lines for an 80-column terminal: the step's title, one line per rank
+// (more when it made several calls), the calls, a line saying what the columns count, and, when the chunk grid
+// exists and has at most 16 chunks, the grid of the step with its legend. A page that continues a frame repeats
+// its title with "(continued)"; a rank's lines, the notes and the grid are never split.
+std::vector<std::string> frame_pages(const StepFrame& f, const RunResult& r, int max_lines = kFrameLines);
+
+// The whole frame as one text (its pages joined), for printing without pauses.
 std::string format_frame(const StepFrame& f, const RunResult& r);
 
 // Positions as chunk names under the layout: "k3,k4" or "q0-7" (prefix "k" or "q"); spans when S % 2C != 0.
 std::string chunk_names(const std::vector<Span>& spans, const SeqLayout& L, char prefix);
 
-// Shows every frame in turn. When interactive, waits after each frame for a line on `in`: an empty line goes on,
-// "q" stops. Returns the number of frames shown.
-int step_through(const RunResult& r, std::istream& in, std::ostream& out, bool interactive);
-
-// Whether standard input is a terminal (when it is not, --step runs straight through).
-bool stdin_is_terminal();
+// Shows every frame in turn, page by page, each after a blank line, calling pause() after every page (the last
+// frame's included). pause() returning false stops the replay there. Returns the number of frames shown.
+int step_through(const RunResult& r, std::ostream& out, const std::function<bool()>& pause);
 
 }  // namespace cpsim

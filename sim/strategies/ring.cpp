@@ -50,11 +50,11 @@ RingBlock visible_block(const SeqLayout& layout, int rank, int owner, const Mask
   const std::int64_t q1 = first_row([&](std::int64_t p) { return mask.lo(p) > k.back(); });
   const std::int64_t k0 = k.lower_bound(mask.lo(q.at(q0))), k1 = k.upper_bound(mask.hi(q.at(q1 - 1)));
   RingBlock b{q0, q1 - q0, k0, k1 - k0, BlockKind::partial};
-  // 2. Its label: every pair of the box visible (full, or TE's lower / upper halves), the diagonal, or partial.
+  // 2. Its label: every pair of the box visible (full, or TE's half-kv / half-q blocks), the diagonal, or partial.
   const std::int64_t s = layout.local_len();
   if (pairs == b.nq * b.nk)
-    b.kind = b.nq == s && b.nk < s && k0 == 0 ? BlockKind::lower
-             : b.nq < s && b.nk == s          ? BlockKind::upper
+    b.kind = b.nq == s && b.nk < s && k0 == 0 ? BlockKind::half_kv
+             : b.nq < s && b.nk == s          ? BlockKind::half_q
                                               : BlockKind::full;
   else if (owner == rank)
     b.kind = BlockKind::diagonal;

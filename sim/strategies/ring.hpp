@@ -9,14 +9,14 @@ namespace cpsim {
 // [q0, q0 + nq) against the owner's local key rows [k0, k0 + nk), labelled `kind`; kind skipped (all zero) when no
 // pair is visible. The block is the bounding box of the visible pairs: with lo(q) and hi(q) the first and last key
 // position a query sees (mask.hpp; both never decrease as q grows, and positions ascend),
-//   q0        the first query row with hi(q) >= the owner's first key,   q0 + nq  one past the last with lo(q) <= its
-//   last k0        the first key >= lo(q_q0),                                 k0 + nk  one past the last key <=
-//   hi(q_last)
+//   q0       the first query row with hi(q) >= the owner's first key,
+//   q0 + nq  one past the last query row with lo(q) <= the owner's last key,
+//   k0       the first key >= lo(q_q0),  k0 + nk  one past the last key <= hi(q_last)
 // For the causal mask this is Transformer Engine's rule, with t = S/(2R) rows per zigzag chunk (the two halves
 // h0, h1 of a rank's 2t rows):
 //   owner == rank      all rows x all rows, causal: diagonal
-//   zigzag, owner < r  Q[h0, h1] x KV[h0]: both query chunks see the owner's early chunk only, lower
-//   zigzag, owner > r  Q[h1] x KV[h0, h1]: only the late query chunk sees the owner, upper
+//   zigzag, owner < r  Q[h0, h1] x KV[h0]: both query chunks see the owner's early chunk only, half_kv
+//   zigzag, owner > r  Q[h1] x KV[h0, h1]: only the late query chunk sees the owner, half_q
 //   contiguous         owner < r: all x all, full;  owner > r: every key is later than every query, skipped
 //   full attention     every step: all rows x all rows, full
 // With zigzag every step costs every rank 2t^2 visible pairs (step 0: 2t^2 + t), hence the balance. Under

@@ -7,7 +7,7 @@
 
 using namespace cpsim;
 
-TEST_CASE("the seed's balance table is computed: contiguous [2, 6, 10, 14] and zigzag [8, 8, 8, 8]") {
+TEST_CASE("the handbook chapter's balance table is computed: contiguous [2, 6, 10, 14] and zigzag [8, 8, 8, 8]") {
   CHECK(chunk_blocks(SeqLayout(4, 64, Sharding::contiguous)) == std::vector<double>{2, 6, 10, 14});
   CHECK(chunk_blocks(SeqLayout(4, 64, Sharding::zigzag)) == std::vector<double>{8, 8, 8, 8});
 }

@@ -18,14 +18,14 @@ std::int64_t pairs_of(const SeqLayout& L, int rank, int owner, bool causal) {
 
 TEST_CASE("zigzag blocks: the diagonal, the early key chunk for earlier owners, the late query chunk for later ones") {
   const SeqLayout L(4, 32, Sharding::zigzag);  // t = 4 rows per chunk, 8 rows per rank
-  const RingBlock diag = visible_block(L, 2, 2, true), lower = visible_block(L, 2, 0, true),
-                  upper = visible_block(L, 2, 3, true);
+  const RingBlock diag = visible_block(L, 2, 2, true), half_kv = visible_block(L, 2, 0, true),
+                  half_q = visible_block(L, 2, 3, true);
   CHECK(diag.kind == BlockKind::diagonal);
   CHECK((diag.q0 == 0 && diag.nq == 8 && diag.nk == 8));
-  CHECK(lower.kind == BlockKind::lower);
-  CHECK((lower.q0 == 0 && lower.nq == 8 && lower.nk == 4));
-  CHECK(upper.kind == BlockKind::upper);
-  CHECK((upper.q0 == 4 && upper.nq == 4 && upper.nk == 8));
+  CHECK(half_kv.kind == BlockKind::half_kv);
+  CHECK((half_kv.q0 == 0 && half_kv.nq == 8 && half_kv.nk == 4));
+  CHECK(half_q.kind == BlockKind::half_q);
+  CHECK((half_q.q0 == 4 && half_q.nq == 4 && half_q.nk == 8));
 }
 
 TEST_CASE("contiguous blocks: the diagonal, whole blocks of earlier owners, and later owners skipped") {

@@ -13,8 +13,8 @@ const GAP = 2, ROW_GAP = 12;
 const KIND_COLORS = {
   diagonal: '#1f5a92',
   full: '#3f7cc0',
-  lower: '#5f9bd6',
-  upper: '#8bb8e6',
+  'half-kv': '#5f9bd6',
+  'half-q': '#8bb8e6',
   skipped: '#c8d3de'
 };
 const P2P = new Set(['isend', 'irecv', 'send', 'recv', 'sendrecv']);
@@ -23,7 +23,7 @@ const commColor = (e) => (P2P.has(e.name) ? 'var(--comm-p2p)' : 'var(--comm-coll
 
 function legend(parent) {
   const lg = ns.html('div', {class: 'legend'}, parent);
-  for (const k of ['diagonal', 'full', 'lower', 'upper']) ns.legendItem(lg, KIND_COLORS[k], 'compute: ' + k);
+  for (const k of ['diagonal', 'full', 'half-kv', 'half-q']) ns.legendItem(lg, KIND_COLORS[k], 'compute: ' + k);
   ns.legendItem(lg, 'var(--comm-p2p)', 'send / recv');
   ns.legendItem(lg, 'var(--comm-coll)', 'collective');
   ns.legendItem(lg, 'var(--idle)', 'idle (waiting)');

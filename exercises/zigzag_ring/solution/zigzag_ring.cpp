@@ -49,7 +49,7 @@ void zigzag_ring_forward(Communicator& comm, Device& dev, const SeqLayout& layou
       // Rows [q0, q0 + nq) of my queries against the owner's rows [0, nk).
       const bool earlier = owner < r;
       const std::int64_t q0 = earlier ? 0 : t, nq = earlier ? 2 * t : t, nk = earlier ? t : 2 * t;
-      const AttentionOptions opt{true, scale, earlier ? BlockKind::lower : BlockKind::upper};
+      const AttentionOptions opt{true, scale, earlier ? BlockKind::half_kv : BlockKind::half_q};
       const View o = View(tile).rows(q0, nq), l = View(tile_lse).rows(q0, nq);
       dev.attention_forward(View(q).rows(q0, nq), slice(mine, q0, nq), hk.rows(0, nk), hv.rows(0, nk),
                             slice(theirs, 0, nk), o, l, opt);
