@@ -109,7 +109,7 @@ std::vector<RowStep> trace_row(const Problem& p, const GlobalTensors& in, const 
     const int owner = ((r - i) % C + C) % C;
     Positions keys;  // the owner's positions this row sees (causal)
     for (std::int64_t x : L.positions(owner))
-      if (x <= pos) keys.push_back(x);
+      if (x <= pos) keys.append(Positions::range(x, 1));
     std::vector<double> kh, vh;
     for (std::int64_t x : keys)
       for (std::int64_t d = 0; d < D; ++d) {

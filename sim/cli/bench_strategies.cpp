@@ -175,7 +175,7 @@ int bench_strategies(const std::vector<std::string>& args) {
                                c.problem.kv_heads % c.problem.a2a_size(k) != 0;
       replicated = replicated || c.problem.kv_replicate;
       c.backward = true;
-      validate(c.problem, c.strategy);
+      check_config(c);  // the problem, the backend and the kernel, before any run
       check_memory(c);
       const Problem& p = c.problem;
       check_single_device_memory({p.batch, p.seq, p.seq, p.heads, p.kv_heads, p.head_dim}, p.dtype, true, false,

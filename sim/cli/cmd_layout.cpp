@@ -1,9 +1,14 @@
-// cpsim layout: which chunks and positions each rank owns, the causal grid, and the per-rank work table.
+// cpsim layout: which positions each rank owns, the grid under the mask, the per-rank and per-step work, and every
+// sharding side by side with its imbalance. Everything is counted by formula on runs of positions, so any S is fast.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <numeric>
 #include <sstream>
 
 #include "sim/cli/cli.hpp"
+#include "sim/cli/problem_options.hpp"
+#include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
 #include "sim/layout/grid.hpp"
 #include "sim/layout/work_table.hpp"
@@ -11,81 +16,244 @@
 namespace cpsim::cli {
 namespace {
 
-std::string spans_text(const std::vector<Span>& spans) {
+constexpr std::int64_t kMaxJsonSpans = 4096;  // per rank: beyond this "positions" is left out ("runs" stays)
+constexpr int kMaxRankColumns = 8;            // wider tables show the max and the mean instead
+constexpr int kMaxStepColumns = 16;
+constexpr int kMaxJsonStepRanks = 64;          // per-step tables in JSON up to this C (C x C numbers each)
+constexpr std::int64_t kMaxGridCells = 32;
+
+// "[0, 2), [14, 16)" for ranges, the runs' own text for strided positions; long lists end in "... (N runs)".
+std::string positions_text(const Positions& p) {
+  const auto& runs = p.runs();
+  bool ranges = true;
+  for (const PosRun& r : runs) ranges = ranges && r.stride == 1;
+  if (!ranges) return p.text();
   std::string s;
-  for (const Span& sp : spans) s += (s.empty() ? "" : ", ") + ("[" + std::to_string(sp.lo) + ", " + std::to_string(sp.hi) + ")");
+  for (std::size_t i = 0; i < runs.size() && i < 2; ++i)
+    s += (i ? ", " : "") + ("[" + std::to_string(runs[i].first) + ", " + std::to_string(runs[i].first + runs[i].count) +
+                            ")");
+  if (runs.size() > 2) s += ", ... (" + std::to_string(runs.size()) + " runs)";
   return s;
 }
 
 std::string chunks_text(const std::vector<int>& chunks) {
   std::string s;
   for (int c : chunks) s += (s.empty() ? "" : ",") + std::to_string(c);
-  return s;
+  return s.empty() ? "-" : s;
+}
+
+std::string fixed2(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << v;
+  return os.str();
+}
+
+std::string pad(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
+}
+
+std::int64_t max_of(const std::vector<std::int64_t>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+double mean_of(const std::vector<std::int64_t>& v) {
+  return v.empty() ? 0 : static_cast<double>(std::accumulate(v.begin(), v.end(), std::int64_t{0})) / double(v.size());
+}
+
+void json_work(JsonWriter& j, const ShardingWork& w, int ranks) {
+  j.begin_object().key("sharding").value(sharding_name(w.sharding)).key("name").value(w.name);
+  j.key("valid").value(w.why_not.empty());
+  if (!w.why_not.empty()) {
+    j.key("why_not").value(w.why_not).end_object();
+    return;
+  }
+  j.key("visible_pairs").array(w.per_rank).key("imbalance").value(w.imbalance);
+  j.key("ring_imbalance").value(w.ring_imbalance).key("step_imbalance").array(step_imbalances(w.steps));
+  if (ranks <= kMaxJsonStepRanks) {
+    j.key("ring_step_pairs").begin_array();
+    for (const auto& r : w.steps) j.array(r);
+    j.end_array();
+  }
+  j.end_object();
 }
 
 int cmd_layout(const std::vector<std::string>& args) {
-  po::options_description desc("cpsim layout: who owns which tokens, and the per-rank causal work");
-  int ranks = 4;
-  std::int64_t seq = 16;
-  std::string sharding = "zigzag";
-  desc.add_options()("ranks,C", po::value(&ranks)->default_value(4), "context-parallel ranks C")(
-      "seq,S", po::value(&seq)->default_value(16), "sequence length S (tokens)")(
-      "sharding", po::value(&sharding)->default_value("zigzag"), "zigzag | contiguous")(
-      "json", "print one JSON object instead of the tables");
+  po::options_description desc("cpsim layout: who owns which tokens, and the per-rank work under the mask");
+  ProblemOptions o;
+  o.ranks = 4;
+  std::string seq_text = "16";
+  desc.add_options()("ranks,C", po::value(&o.ranks)->default_value(4), "context-parallel ranks C")(
+      "seq,S", po::value(&seq_text)->default_value("16"), "sequence length S (tokens; K, M, G = 1024, 1024^2, 1024^3)");
+  const unsigned flags = kFlagSharding | kFlagFull | kFlagSeed | kFlagsMask;
+  add_problem_options(desc, o, flags);
+  desc.add_options()("json", "print one JSON object instead of the tables");
   po::variables_map vm;
   if (!parse("layout", desc, args, vm)) return 0;
-  const SeqLayout L(ranks, seq, parse_sharding(sharding));
-  const bool grid_ok = seq % (2 * ranks) == 0;
-  const auto pairs = visible_pairs_per_rank(L);
-  const auto ring = ring_blocks(L);
-  std::vector<double> blocks = grid_ok ? chunk_blocks(L) : std::vector<double>{};
-  std::vector<double> pairs_d(pairs.begin(), pairs.end());
+  RunConfig cfg;
+  Problem& p = cfg.problem;
+  p.ranks = o.ranks;
+  p.seq = static_cast<std::int64_t>(parse_size("seq", seq_text));
+  apply_problem_options(o, vm, flags, cfg);
+  require(p.ranks >= 1, "the number of ranks C must be at least 1 (got C=" + std::to_string(p.ranks) + ")",
+          "use --ranks 1 or more");
+  const Documents docs = p.documents();
+  const Mask mask = p.mask();
+  const SeqLayout L = p.layout();
+  const int C = p.ranks;
+  const std::int64_t S = p.seq;
+  const bool chunk_grid = S % (2 * C) == 0 && !L.chunks(0).empty();
+  const bool notebook = chunk_grid && mask == Mask(true);  // the handbook chapter's chunk-block table
+  const auto pairs = visible_pairs_per_rank(L, mask);
+  const auto steps = ring_step_pairs(L, mask);
+  std::vector<int> ring;
+  for (const auto& st : steps)
+    ring.push_back(static_cast<int>(std::count_if(st.begin(), st.end(), [](std::int64_t x) { return x > 0; })));
+  const std::vector<double> blocks = notebook ? chunk_blocks(L) : std::vector<double>{};
+  LayoutOptions lo;
+  lo.docs = docs;
+  lo.mask = mask;
+  lo.chunk = p.chunk;
+  const std::vector<ShardingWork> side = compare_shardings(C, S, lo);
 
   if (vm.count("json")) {
     JsonWriter j;
     j.begin_object();
-    j.key("config").begin_object().key("ranks").value(ranks).key("seq").value(seq).key("sharding").value(sharding);
-    j.key("chunk_len").value(grid_ok ? L.chunk_len() : std::int64_t{0}).end_object();
+    j.key("config").begin_object().key("ranks").value(C).key("seq").value(S).key("sharding").value(o.sharding);
+    j.key("layout").value(L.describe()).key("mask").value(mask.describe()).key("window").value(p.window);
+    j.key("chunk_len").value(chunk_grid ? L.chunk_len() : std::int64_t{0});
+    if (p.sharding == Sharding::balanced) j.key("balance_chunk").value(L.balance_chunk());
+    if (!docs.empty()) {
+      j.key("documents").array(docs.lengths).key("padded_documents").array(docs.padded);
+      j.key("padding").value(docs.padding()).key("shortest_document").value(docs.shortest());
+    }
+    j.end_object();
     j.key("ranks").begin_array();
-    for (int r = 0; r < ranks; ++r) {
+    for (int r = 0; r < C; ++r) {
+      const Positions pos = L.positions(r);
       j.begin_object().key("rank").value(r);
-      if (grid_ok) j.key("chunks").array(L.chunks(r));
-      j.key("positions").begin_array();
-      for (const Span& sp : L.spans(r)) j.begin_array().value(sp.lo).value(sp.hi).end_array();
+      if (chunk_grid) j.key("chunks").array(L.chunks(r));
+      if (p.sharding == Sharding::balanced) j.key("balanced_chunks").array(L.balanced_chunks(r));
+      j.key("runs").begin_array();
+      for (const PosRun& run : pos.runs())
+        j.begin_array().value(run.first).value(run.count).value(run.stride).value(run.width).end_array();
       j.end_array();
-      if (grid_ok) j.key("chunk_blocks").value(blocks[r]);
-      j.key("visible_pairs").value(pairs[r]).key("ring_blocks").value(ring[r]).end_object();
+      const std::vector<Span> spans = pos.spans();
+      if (static_cast<std::int64_t>(spans.size()) <= kMaxJsonSpans) {
+        j.key("positions").begin_array();
+        for (const Span& sp : spans) j.begin_array().value(sp.lo).value(sp.hi).end_array();
+        j.end_array();
+      }
+      if (notebook) j.key("chunk_blocks").value(blocks[r]);
+      j.key("visible_pairs").value(pairs[r]).key("ring_blocks").value(ring[r]);
+      if (C <= kMaxJsonStepRanks) j.key("ring_step_pairs").array(steps[r]);
+      j.end_object();
     }
     j.end_array();
-    j.key("imbalance").value(imbalance(pairs_d));
+    j.key("imbalance").value(imbalance(pairs)).key("ring_imbalance").value(ring_imbalance(steps));
+    j.key("step_imbalance").array(step_imbalances(steps));
+    j.key("shardings").begin_array();
+    for (const ShardingWork& w : side) json_work(j, w, C);
+    j.end_array();
     j.end_object();
     std::cout << j.str() << "\n";
     return 0;
   }
 
-  std::cout << "Layout: S=" << seq << " tokens over C=" << ranks << " ranks, " << sharding << " sharding";
-  if (grid_ok) std::cout << " (2C=" << 2 * ranks << " chunks of t=" << L.chunk_len() << ")";
-  std::cout << "\n\n";
-  std::cout << "rank  chunks  positions                  chunk blocks  visible pairs  ring blocks\n";
-  for (int r = 0; r < ranks; ++r) {
-    std::ostringstream pos;
-    pos << spans_text(L.spans(r));
-    std::cout << std::left << std::setw(6) << r << std::setw(8) << (grid_ok ? chunks_text(L.chunks(r)) : "-")
-              << std::setw(27) << pos.str() << std::setw(14)
-              << (grid_ok ? (std::ostringstream() << blocks[r]).str() : "-") << std::setw(15) << pairs[r] << ring[r]
+  // 1. Who owns what.
+  std::cout << "Layout: S=" << S << " tokens over C=" << C << " ranks, " << L.describe() << " sharding";
+  if (chunk_grid) std::cout << " (2C=" << 2 * C << " chunks of t=" << L.chunk_len() << ")";
+  std::cout << "\n";
+  if (!mask.plain() || !mask.causal()) std::cout << "Mask: " << mask.describe() << "\n";
+  if (!docs.empty()) std::cout << "Documents: " << docs.describe() << "\n";
+  std::size_t pos_w = 27;  // the positions column: as wide as its longest entry
+  for (int r = 0; r < C; ++r) pos_w = std::max(pos_w, positions_text(L.positions(r)).size() + 1);
+  std::cout << "\nrank  chunks  " << pad("positions", pos_w) << "chunk blocks  visible pairs  ring blocks\n";
+  for (int r = 0; r < C; ++r) {
+    std::cout << std::left << std::setw(6) << r << std::setw(8) << (chunk_grid ? chunks_text(L.chunks(r)) : "-")
+              << pad(positions_text(L.positions(r)), pos_w) << std::setw(14)
+              << (notebook ? (std::ostringstream() << blocks[r]).str() : "-") << std::setw(15) << pairs[r] << ring[r]
               << "\n";
   }
-  std::cout << "chunk blocks: t x t blocks, a diagonal one counting 1/2; visible pairs: query-key pairs the causal\n"
-               "mask lets through, per head; ring blocks: the ring's attention calls (a rank's queries x one rank's keys)\n";
-  std::cout << std::right << "\nimbalance (max/mean visible pairs): " << std::fixed << std::setprecision(2)
-            << imbalance(pairs_d) << "\n";
-  if (grid_ok && 2 * ranks <= 32) {
-    std::cout << "\nCausal grid (rows: query chunks, columns: key chunks):\n\n"
-              << draw_grid(owner_grid(L)) << grid_legend("owns the query chunk", false, "");
+  if (notebook)
+    std::cout << "chunk blocks: t x t blocks, a diagonal one counting 1/2; visible pairs: query-key pairs the causal\n"
+                 "mask lets through, per head; ring blocks: the ring's attention calls (a rank's queries x one rank's "
+                 "keys)\n";
+  else
+    std::cout << "chunk blocks: only for the causal mask on 2C chunks; visible pairs: query-key pairs the mask lets\n"
+                 "through, per head; ring blocks: the ring's attention calls (a rank's queries x one rank's keys)\n";
+  std::cout << std::right << "\nimbalance (max/mean visible pairs): " << fixed2(imbalance(pairs)) << "\n";
+
+  // 2. The ring's steps: at step i rank r holds the K/V of rank r - i; each step lasts as long as its busiest rank.
+  if (C > 1 && C <= kMaxStepColumns) {
+    std::cout << "\nWork per ring step (visible pairs per head; at step i rank r holds the K/V of rank r-i):\n"
+              << "rank      ";
+    for (int i = 0; i < C; ++i) std::cout << std::left << std::setw(9) << ("step " + std::to_string(i));
+    std::cout << "total\n";
+    for (int r = 0; r < C; ++r) {
+      std::cout << std::left << std::setw(10) << r;
+      for (std::int64_t x : steps[r]) std::cout << std::setw(9) << x;
+      std::cout << pairs[r] << "\n";
+    }
+    std::cout << std::setw(10) << "max/mean";
+    for (double x : step_imbalances(steps)) std::cout << std::setw(9) << fixed2(x);
+    std::cout << fixed2(imbalance(pairs)) << "\n" << std::right;
+  }
+  if (C > 1)
+    std::cout << "ring imbalance (each step's busiest rank, summed, over an even split): " << fixed2(ring_imbalance(steps))
+              << "\n";
+
+  // 3. Every sharding under the same mask (the name column as wide as the longest name).
+  int name_w = 28;
+  for (const ShardingWork& w : side) name_w = std::max(name_w, static_cast<int>(w.name.size()) + 2);
+  std::cout << "\nShardings side by side (visible pairs per head, " << mask.describe() << "):\n"
+            << std::left << std::setw(name_w) << "sharding";
+  const bool per_rank_columns = C <= kMaxRankColumns;
+  if (per_rank_columns)
+    for (int r = 0; r < C; ++r) std::cout << std::setw(10) << ("rank " + std::to_string(r));
+  else
+    std::cout << std::setw(14) << "max" << std::setw(14) << "mean";
+  std::cout << std::setw(10) << "max/mean" << "ring\n";
+  std::vector<std::string> reasons;
+  for (const ShardingWork& w : side) {
+    std::cout << std::setw(name_w) << w.name;
+    if (!w.why_not.empty()) {
+      std::cout << "n/a (" << reasons.size() + 1 << ")\n";
+      reasons.push_back(w.why_not);
+      continue;
+    }
+    if (per_rank_columns)
+      for (std::int64_t x : w.per_rank) std::cout << std::setw(10) << x;
+    else
+      std::cout << std::setw(14) << max_of(w.per_rank) << std::setw(14) << fixed2(mean_of(w.per_rank));
+    std::cout << std::setw(10) << fixed2(w.imbalance) << fixed2(w.ring_imbalance) << "\n";
+  }
+  std::cout << std::right;
+  for (std::size_t i = 0; i < reasons.size(); ++i) std::cout << "(" << i + 1 << ") " << reasons[i] << "\n";
+  if (C > 1 && C <= kMaxStepColumns) {
+    std::cout << "\nBusiest rank over the mean, per ring step:\n" << std::left << std::setw(name_w) << "sharding";
+    for (int i = 0; i < C; ++i) std::cout << std::setw(8) << ("step " + std::to_string(i));
+    std::cout << "\n";
+    for (const ShardingWork& w : side) {
+      if (!w.why_not.empty()) continue;
+      std::cout << std::setw(name_w) << w.name;
+      for (double x : step_imbalances(w.steps)) std::cout << std::setw(8) << fixed2(x);
+      std::cout << "\n";
+    }
+    std::cout << std::right;
+  }
+
+  // 4. The grid, where its cells are few enough to draw.
+  std::int64_t cell = grid_cell(L, mask);
+  if (S % (2 * C) == 0) cell = std::gcd(cell, L.chunk_len());
+  if (S / cell <= kMaxGridCells) {
+    if (notebook)
+      std::cout << "\nCausal grid (rows: query chunks, columns: key chunks):\n\n"
+                << draw_grid(mask_grid(L, mask, cell)) << grid_legend("owns the query chunk", false, "");
+    else
+      std::cout << "\nGrid under the mask (rows: query cells, columns: key cells, " << cell << " tokens each):\n\n"
+                << draw_grid(mask_grid(L, mask, cell)) << grid_legend("owns the query cell", false, "", true);
   }
   return 0;
 }
 
 }  // namespace
-CPSIM_COMMAND(layout, "which chunks and positions each rank owns, and the per-rank work", cmd_layout);
+CPSIM_COMMAND(layout, "which positions each rank owns, the work under the mask, and every sharding compared",
+              cmd_layout);
 }  // namespace cpsim::cli

@@ -265,13 +265,13 @@ RunResult modeled_run(const Problem& base, const model::StrategyChoice& c, const
   r.config.backward = backward;
   r.config.tracing = true;
   r.config.machine = m.name;
-  const SeqLayout L(p.ranks, p.seq, p.sharding);
+  const SeqLayout L = p.layout();
   for (int k = 0; k < p.ranks; ++k) {
     Recorder& rec = run.ranks[static_cast<std::size_t>(k)].trace;
     const std::int64_t peak = counted.ranks[static_cast<std::size_t>(k)].peak_bytes();
     rec.memory()->add(peak);  // the counted peak, so the per-rank memory bars show it
     rec.memory()->sub(peak);
-    r.ranks.push_back(RankReport{k, L.spans(k), std::move(rec)});
+    r.ranks.push_back(RankReport{k, L.positions(k), std::move(rec)});
   }
   r.wall_ms = run.total_us / 1e3;
   return r;

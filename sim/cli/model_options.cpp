@@ -13,7 +13,7 @@ constexpr int kMaxRanks = 1024;  // one thread each in the counting run
 }  // namespace
 
 constexpr unsigned kShapeFlags =
-    kFlagRanks | kFlagBatch | kFlagHeads | kFlagKvHeads | kFlagHeadDim | kFlagDtype | kFlagFull;
+    kFlagRanks | kFlagBatch | kFlagHeads | kFlagKvHeads | kFlagHeadDim | kFlagDtype | kFlagFull | kFlagsMask;
 
 void add_model_shape_options(po::options_description& desc, ModelShapeOptions& o, unsigned more) {
   static std::string presets;  // the help text must outlive desc

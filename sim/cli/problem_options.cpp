@@ -12,7 +12,8 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
     if (flags & f) desc.add_options()(name, help);
   };
   add(kFlagStrategy, "strategy", &o.strategy, "all_gather | ulysses | ring | hybrid");
-  add(kFlagSharding, "sharding", &o.sharding, "zigzag | contiguous");
+  add(kFlagSharding, "sharding", &o.sharding,
+      "zigzag (per document with --docs) | contiguous | striped | balanced | global-zigzag");
   add(kFlagRanks, "ranks,C", &o.ranks, "context-parallel ranks C");
   add(kFlagA2a, "a2a", &o.a2a, "hybrid: A2A group size A (C = A x R; 0 picks 2)");
   add_switch(kFlagKvReplicate, "kv-replicate", "ulysses/hybrid: copy each KV head onto A/Nkv ranks when A > Nkv");
@@ -35,6 +36,12 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
                        "the most memory the run may hold (K, M, G, T: powers of 1024); a run that needs more is "
                        "refused before it starts (default: what this machine has left: MemAvailable, the cgroup "
                        "limit, ulimit -v)");
+  add(kFlagDocs, "docs", &o.docs,
+      "documents packed into the sequence: L1,L2,... (lengths; S is their sum) or random:K (K seeded lengths)");
+  add_switch(kFlagPadDocs, "pad-docs",
+             "pad each document to a multiple of 2C for per-document zigzag (the padding is left out of the check)");
+  add(kFlagWindow, "window", &o.window, "sliding window W: a query sees the W latest keys (0: no window)");
+  add(kFlagChunk, "chunk", &o.chunk, "balanced sharding: tokens per chunk (0: S/(4C))");
 }
 
 ProblemOptions problem_options(const RunConfig& c) {
@@ -54,6 +61,10 @@ ProblemOptions problem_options(const RunConfig& c) {
   o.seed = c.seed;
   o.timeout_s = static_cast<double>(c.timeout.count()) / 1000;
   if (c.memory_limit > 0) o.memory_limit = std::to_string(c.memory_limit);
+  if (p.docs.random > 0) o.docs = "random:" + std::to_string(p.docs.random);
+  for (std::int64_t L : p.docs.lengths) o.docs += (o.docs.empty() ? "" : ",") + std::to_string(L);
+  o.window = p.window;
+  o.chunk = p.chunk;
   o.kernel = c.device.kernel;
   return o;
 }
@@ -83,6 +94,28 @@ void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm,
     c.memory_limit = parse_size64("memory-limit", o.memory_limit);
     require(c.memory_limit > 0, "--memory-limit must be at least 1 byte", "use --memory-limit 8G");
   }
+  if (flags & kFlagWindow) {
+    require(o.window >= 0, "--window must be 0 (none) or positive (got " + std::to_string(o.window) + ")",
+            "use --window 256");
+    p.window = o.window;
+  }
+  if (flags & kFlagChunk) {
+    require(o.chunk >= 0, "--chunk must be 0 (pick) or positive (got " + std::to_string(o.chunk) + ")",
+            "use --chunk 16");
+    p.chunk = o.chunk;
+  }
+  if (flags & kFlagPadDocs) p.docs.pad = vm.count("pad-docs") > 0;
+  if ((flags & kFlagDocs) && !o.docs.empty()) {
+    const bool pad = p.docs.pad;
+    p.docs = parse_docs(o.docs);
+    p.docs.pad = pad;
+    p.docs.seed = c.seed;
+    // Listed lengths make S unless --seq was given (then they must sum to it: Problem::documents says so).
+    const bool seq_given = vm.count("seq") > 0 && !vm["seq"].defaulted();  // the table's --seq or a command's own
+    if (!p.docs.lengths.empty() && !seq_given) p.seq = documents_seq(p.docs, p.ranks);
+  }
+  require(!p.docs.pad || p.docs.any(), "--pad-docs pads the documents of --docs",
+          "add --docs L1,L2,... or drop --pad-docs");
   if (flags & kFlagKernel) c.device.kernel = o.kernel;
 }
 

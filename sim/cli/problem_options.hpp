@@ -1,8 +1,9 @@
 // The shape and strategy flags shared by `cpsim run`, `cpsim bench strategies` and the lessons: one table of flags
 // (name, short form, help, where the value goes), of which each user offers a subset (problem_flags.hpp).
 //
-// One --kv-heads rule everywhere: 0 means "as many as --heads" (no grouped-query attention). Defaults taken from a
-// configuration (a lesson's) show 0 when it has Nkv = Nq, so a new --heads carries Nkv along; a grouped default
+// One --kv-heads rule everywhere: 0 means "as many as --heads" (no grouped-query attention). One --docs rule: listed
+// lengths make S (their sum, padded with --pad-docs) unless --seq is given, when they must sum to it. Defaults taken
+// from a configuration (a lesson's) show 0 when it has Nkv = Nq, so a new --heads carries Nkv along; a grouped default
 // (Nkv < Nq) shows its Nkv, which a new --heads keeps.
 #pragma once
 #include <string>
@@ -15,8 +16,10 @@ namespace cpsim::cli {
 
 struct ProblemOptions {
   std::string strategy = "ring", sharding = "zigzag", dtype = "f64", backend = "threads", kernel = "auto";
+  std::string docs;  // --docs L1,L2,... or random:K; empty: one sequence
   int ranks = 4, a2a = 0;
   std::int64_t batch = 1, seq = 64, heads = 4, kv_heads = 0, head_dim = 16;
+  std::int64_t window = 0, chunk = 0;
   std::uint64_t seed = 1;
   double timeout_s = 120;
   std::string memory_limit;  // --memory-limit BYTES (K, M, G, T suffixes); empty: what the machine has left

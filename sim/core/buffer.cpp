@@ -28,8 +28,17 @@ void check_range(std::int64_t first, std::int64_t count, std::int64_t extent, co
 View View::rows(std::int64_t first, std::int64_t count) const {
   check_range(first, count, ns, "rows", buf);
   View v = *this;
-  v.s0 += first;
+  v.s0 += first * step;
   v.ns = count;
+  return v;
+}
+
+View View::strided_rows(std::int64_t first, std::int64_t count, std::int64_t every) const {
+  if (every < 1) throw Error("view: a row step must be at least 1 in buffer '" + buf.name() + "'");
+  check_range(first, count > 0 ? (count - 1) * every + 1 : 0, ns, "strided rows", buf);
+  View v = rows(first, 0);
+  v.ns = count;
+  v.step = step * every;
   return v;
 }
 

@@ -3,7 +3,9 @@
 // Activations use the row-major layout [B, S, N, D]; log-sum-exp buffers use [B, N, S] (d = 1).
 // A Buffer is a cheap handle (copies share storage). Its storage belongs to the device that allocated it
 // and may be null: the counting device tracks sizes without holding data.
-// A View is a box inside a buffer: batches [b0, b0+nb), rows [s0, s0+ns), heads [h0, h0+nh), all of D.
+// A View is a box inside a buffer: batches [b0, b0+nb), rows s0, s0 + step, ..., s0 + (ns-1) step, heads
+// [h0, h0+nh), all of D. Rows are consecutive (step 1) except in views made by strided_rows, which only copy, add
+// and fill take (striped sharding's reordering); attention and merge take consecutive rows.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +62,7 @@ class Buffer {
 struct View {
   Buffer buf;
   std::int64_t b0 = 0, nb = 0, s0 = 0, ns = 0, h0 = 0, nh = 0;
+  std::int64_t step = 1;  // buffer rows from one view row to the next
 
   View() = default;
   View(const Buffer& b);  // NOLINT: the whole buffer
@@ -68,6 +71,9 @@ struct View {
   View rows(std::int64_t first, std::int64_t count) const;
   View heads(std::int64_t first, std::int64_t count) const;
   View batches(std::int64_t first, std::int64_t count) const;
+  // Rows first, first + every, ..., (count of them) of this view.
+  View strided_rows(std::int64_t first, std::int64_t count, std::int64_t every) const;
+  std::int64_t row(std::int64_t i) const { return s0 + i * step; }  // the buffer row of view row i
 
   std::int64_t d() const { return buf.dims().d; }
   std::int64_t numel() const { return nb * ns * nh * d(); }

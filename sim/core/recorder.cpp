@@ -13,6 +13,7 @@ const char* block_kind_name(BlockKind k) {
       return "half-q";
     case BlockKind::full: return "full";
     case BlockKind::skipped: return "skipped";
+    case BlockKind::partial: return "partial";
   }
   return "?";
 }
@@ -85,8 +86,9 @@ void Recorder::step(int i) {
 }
 
 StepWork& Recorder::current_step_work() {
-  for (auto& s : steps_)
-    if (s.phase == phase_ && s.step == step_) return s;
+  // Steps arrive in order, so the current one is almost always the last: search from the back (O(1) per call).
+  for (auto it = steps_.rbegin(); it != steps_.rend(); ++it)
+    if (it->step == step_ && it->phase == phase_) return *it;
   steps_.push_back(StepWork{phase_, step_, {}});
   return steps_.back();
 }

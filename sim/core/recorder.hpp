@@ -24,8 +24,9 @@ class ByteReader;
 //   diagonal: a causal block on the diagonal (partly masked), full: wholly visible,
 //   half_kv: both local Q chunks x half of the owner's K/V, its early chunk (an owner before this rank),
 //   half_q: half of the local Q, the late chunk, x both of the owner's K/V chunks (an owner after this rank),
-//   skipped: wholly masked, nothing computed.
-enum class BlockKind : std::uint8_t { diagonal, half_kv, half_q, full, skipped };
+//   skipped: wholly masked, nothing computed,
+//   partial: a ring block off the diagonal that the mask covers in part (documents, a window, striped sharding).
+enum class BlockKind : std::uint8_t { diagonal, half_kv, half_q, full, skipped, partial };
 const char* block_kind_name(BlockKind k);
 
 struct WorkCounts {

@@ -5,10 +5,10 @@
 #include <initializer_list>
 #include <limits>
 
+#include "sim/core/flags.hpp"
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/tile_counts.hpp"
 #include "sim/kernels/view_checks.hpp"
-#include "sim/core/flags.hpp"
 
 namespace cpsim::cuda {
 namespace {
@@ -56,14 +56,14 @@ GpuView to_gpu_view(const View& v) {
   g.d = narrow(d.d, v);
   const std::int64_t first = b.offset(v.b0, v.s0, v.h0);
   g.ptr = static_cast<char*>(b.data()) + first * static_cast<std::int64_t>(dtype_size(b.dtype()));
-  if (b.layout() == Layout::bsnd) {  // [B, S, N, D]
+  if (b.layout() == Layout::bsnd) {  // [B, S, N, D]; a strided view steps `step` buffer rows per view row
     g.batch_stride = d.s * d.n * d.d;
-    g.row_stride = d.n * d.d;
+    g.row_stride = d.n * d.d * v.step;
     g.head_stride = d.d;
     g.heads_inner = true;
   } else {  // [B, N, S]
     g.batch_stride = d.n * d.s;
-    g.row_stride = 1;
+    g.row_stride = v.step;
     g.head_stride = d.s;
     g.heads_inner = false;
   }
@@ -173,8 +173,6 @@ void* CudaDevice::workspace(void*& ptr, std::size_t& cap, std::size_t bytes) {
 
 AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View& k, const View& v,
                                const Positions& k_pos, const View& out, const View& lse, bool causal, double scale) {
-  check_ascending(q_pos, "query positions");
-  check_ascending(k_pos, "key positions");
   const DType t = q.buf.dtype();
   require(t == DType::f32 || t == DType::bf16, "the CUDA device computes attention on bf16 or f32 inputs",
           use_value("dtype", {"bf16", "f32"}));
@@ -183,9 +181,11 @@ AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View
   if (q.d() > kSimtMaxHeadDim)
     throw UsageError("the CUDA kernels take head dims up to " + std::to_string(kSimtMaxHeadDim) + " (got " +
                      std::to_string(q.d()) + "); " + use({"--head-dim 128"}, "use a head dim of 128 or less"));
-  // Positions: q then k, through the next pinned staging slot, once the copy that last read it is done. The device
-  // copy is one buffer: the stream runs this call's copy after the previous call's kernels.
-  const std::size_t n = q_pos.size() + k_pos.size();
+  // Positions: q then k, one per row (expanded from their runs), through the next pinned staging slot, once the copy
+  // that last read it is done. The device copy is one buffer: the stream runs this call's copy after the previous
+  // call's kernels.
+  const std::vector<std::int64_t> qp = q_pos.expand(), kp = k_pos.expand();
+  const std::size_t n = qp.size() + kp.size();
   Staging& st = staging_[static_cast<std::size_t>(next_staging_)];
   next_staging_ = (next_staging_ + 1) % kStaging;
   check(cudaEventSynchronize(st.copied), "waiting for a positions copy");  // done at once unless recorded and pending
@@ -196,8 +196,8 @@ AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View
     check(cudaMallocHost(&st.host, n * sizeof(std::int64_t)), "allocating pinned memory for positions");
     st.cap = n;
   }
-  std::memcpy(st.host, q_pos.data(), q_pos.size() * sizeof(std::int64_t));
-  std::memcpy(st.host + q_pos.size(), k_pos.data(), k_pos.size() * sizeof(std::int64_t));
+  std::memcpy(st.host, qp.data(), qp.size() * sizeof(std::int64_t));
+  std::memcpy(st.host + qp.size(), kp.data(), kp.size() * sizeof(std::int64_t));
   auto* pos = static_cast<std::int64_t*>(workspace(pos_dev_, pos_dev_cap_, n * sizeof(std::int64_t)));
   check(cudaMemcpyAsync(pos, st.host, n * sizeof(std::int64_t), cudaMemcpyHostToDevice, gpu_->compute()),
         "copying positions to the GPU");
@@ -209,7 +209,7 @@ AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View
   a.out = to_gpu_view(out);
   a.lse = to_gpu_view(lse);
   a.q_pos = pos;
-  a.k_pos = pos + q_pos.size();
+  a.k_pos = pos + qp.size();
   a.group = static_cast<int>(q.nh / k.nh);
   a.causal = causal;
   a.scale = static_cast<float>(scale);
@@ -260,6 +260,16 @@ TileCounts CudaDevice::run(AttentionArgs& a, bool backward, const Positions& q_p
   return {per_head.computed * heads, per_head.skipped * heads};
 }
 
+namespace {
+// The kernels implement the causal and full masks only: anything else is refused, never computed as another mask.
+void require_plain_mask(const Mask& mask) {
+  if (!mask.plain())
+    throw Error("the cuda device implements the causal and full masks, not " + mask.describe() + "; " +
+                use({"--backend threads or processes for documents and windows"},
+                    "run documents and windows on a CPU backend"));
+}
+}  // namespace
+
 double CudaDevice::last_kernel_ms() {
   check(cudaEventSynchronize(stop_), "waiting for the last attention call");
   float ms = 0;
@@ -268,8 +278,10 @@ double CudaDevice::last_kernel_ms() {
 }
 
 TileCounts CudaDevice::do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
-                                            const Positions& k_pos, const View& out, const View& lse, bool causal,
+                                            const Positions& k_pos, const View& out, const View& lse, const Mask& mask,
                                             double scale) {
+  require_plain_mask(mask);
+  const bool causal = mask.causal();
   check_activations({&q, &k, &v, &out}, "attention forward");
   AttentionArgs a = args(q, q_pos, k, v, k_pos, out, lse, causal, scale);
   return run(a, false, q_pos, k_pos, causal);
@@ -277,8 +289,10 @@ TileCounts CudaDevice::do_attention_forward(const View& q, const Positions& q_po
 
 TileCounts CudaDevice::do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                              const Positions& k_pos, const View& out, const View& lse, const View& dout,
-                                             const View& dq, const View& dk, const View& dv, bool causal,
+                                             const View& dq, const View& dk, const View& dv, const Mask& mask,
                                              double scale) {
+  require_plain_mask(mask);
+  const bool causal = mask.causal();
   check_activations({&q, &k, &v, &out, &dout, &dq, &dk, &dv}, "attention backward");
   check_types({&dout}, q.buf.dtype(), "attention backward");
   check_types({&dq, &dk, &dv}, DType::f32, "attention backward (the gradient accumulators)");

@@ -5,7 +5,10 @@
 //            for their LSE in the inputs' dtype, run unchanged.
 //   memory   stream-ordered (cudaMallocAsync / cudaFreeAsync on the compute stream), zero-filled, counted in the
 //            rank's MemoryMeter until the last handle is dropped; kernel workspace (positions, Di) is not counted.
-//   views    every op honours view offsets and strides (a box of batches, rows and heads).
+//   views    every op honours view offsets and strides (a box of batches, rows and heads; copy, add and fill
+//            also a view whose rows step through the buffer, which GpuView's row stride carries).
+//   masks    the kernels implement the causal and full masks; a call with documents or a window is refused
+//            with an Error (run() refuses such a run before it starts, sim/runtime/run.cpp).
 //   ordering fill, copy, add, merge and attention are queued on the compute stream and return without waiting;
 //            upload, download and synchronize() block until done. With tracing on, an attention call also waits for
 //            its kernels, so that the trace's compute times are kernel times.
@@ -48,11 +51,12 @@ class CudaDevice final : public Device {
 
  protected:
   TileCounts do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
-                                  const Positions& k_pos, const View& out, const View& lse, bool causal,
+                                  const Positions& k_pos, const View& out, const View& lse, const Mask& mask,
                                   double scale) override;
   TileCounts do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                    const Positions& k_pos, const View& out, const View& lse, const View& dout,
-                                   const View& dq, const View& dk, const View& dv, bool causal, double scale) override;
+                                   const View& dq, const View& dk, const View& dv, const Mask& mask,
+                                   double scale) override;
 
  private:
   AttentionArgs args(const View& q, const Positions& q_pos, const View& k, const View& v, const Positions& k_pos,

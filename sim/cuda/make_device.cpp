@@ -32,6 +32,7 @@ CPSIM_DEVICE(cuda) {
   info.name = "cuda";
   info.dtypes = {DType::bf16, DType::f32};
   info.gpu = true;
+  info.any_mask = false;  // the kernels implement the causal and full masks (cuda_device.hpp)
   for (GpuKernel k : {GpuKernel::mma2, GpuKernel::mma1, GpuKernel::simt}) info.kernels.push_back(gpu_kernel_name(k));
   info.kernel_problem = [](const std::string& kernel, DType dtype, std::int64_t head_dim) {
     return gpu_kernel_problem(parse_gpu_kernel(kernel), dtype, head_dim);

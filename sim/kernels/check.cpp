@@ -121,6 +121,32 @@ RankVerdict rank_verdict(const std::vector<Tensor>& tensors, const std::vector<S
   return RankVerdict{all.err, all.worst <= 1.0};
 }
 
+// Zeroes the padding rows of a [B, rows, E] tensor (the comparison then sees equal values there).
+void clear_rows(std::vector<double>& t, std::int64_t batch, std::int64_t rows, const std::vector<Span>& spans) {
+  if (t.empty()) return;
+  const auto row = static_cast<std::int64_t>(t.size()) / (batch * rows);
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (const Span& sp : spans)
+      std::fill(t.begin() + (b * rows + sp.lo) * row, t.begin() + (b * rows + sp.hi) * row, 0.0);
+}
+
+// The same for a [B, N, S] log-sum-exp.
+void clear_lse(std::vector<double>& t, std::int64_t batch, std::int64_t heads, std::int64_t rows,
+               const std::vector<Span>& spans) {
+  if (t.empty()) return;
+  for (std::int64_t bh = 0; bh < batch * heads; ++bh)
+    for (const Span& sp : spans) std::fill(t.begin() + bh * rows + sp.lo, t.begin() + bh * rows + sp.hi, 0.0);
+}
+
+void clear_padding(RefForward& f, RefBackward* b, const AttentionShape& s, const std::vector<Span>& pad) {
+  clear_rows(f.out, s.B, s.Sq, pad);
+  clear_lse(f.lse, s.B, s.Nq, s.Sq, pad);
+  if (b == nullptr) return;
+  clear_rows(b->dq, s.B, s.Sq, pad);
+  clear_rows(b->dk, s.B, s.Sk, pad);
+  clear_rows(b->dv, s.B, s.Sk, pad);
+}
+
 }  // namespace
 
 TensorCheck check_tensor(const std::vector<double>& got, const std::vector<double>& want, const CheckRule& rule) {
@@ -145,9 +171,22 @@ CheckReport check_against_reference(const AttentionProblem& p, const CheckRule& 
   c.backward = got_b != nullptr;
   c.kind = rule.kind;
   c.rule = rule.words;
-  const RefForward ref_f = reference_forward(p.q, p.k, p.v, p.shape, p.q_pos, p.k_pos, p.causal, p.scale);
+  RefForward ref_f = reference_forward(p.q, p.k, p.v, p.shape, p.q_pos, p.k_pos, p.mask, p.scale);
   RefBackward ref_b;
-  if (c.backward) ref_b = reference_backward(p.q, p.k, p.v, p.dout, p.shape, p.q_pos, p.k_pos, p.causal, p.scale);
+  if (c.backward) ref_b = reference_backward(p.q, p.k, p.v, p.dout, p.shape, p.q_pos, p.k_pos, p.mask, p.scale);
+  // Padding rows are compared as equal zeros: their values are nobody's result.
+  RefForward got_f_kept;
+  RefBackward got_b_kept;
+  const RefForward* gf = &got_f;
+  const RefBackward* gb = got_b;
+  if (!p.padding.empty()) {
+    clear_padding(ref_f, c.backward ? &ref_b : nullptr, p.shape, p.padding);
+    got_f_kept = got_f;
+    if (got_b) got_b_kept = *got_b;
+    clear_padding(got_f_kept, got_b ? &got_b_kept : nullptr, p.shape, p.padding);
+    gf = &got_f_kept;
+    gb = got_b ? &got_b_kept : nullptr;
+  }
 
   // 1. Each tensor's bound.
   const Bound fixed{rule.atol, rule.rtol};
@@ -158,11 +197,14 @@ CheckReport check_against_reference(const AttentionProblem& p, const CheckRule& 
       baseline = max_abs_error(plain, ref);
       return Bound{2 * baseline + FLT_EPSILON * (max_abs_finite(ref) + kF32FloorOffset), 0};
     };
-    const RefForward pf = plain_forward_f32(p.q, p.k, p.v, p.shape, p.q_pos, p.k_pos, p.causal, p.scale);
+    RefForward pf = plain_forward_f32(p.q, p.k, p.v, p.shape, p.q_pos, p.k_pos, p.mask, p.scale);
+    clear_padding(pf, nullptr, p.shape, p.padding);
     b_out = from_plain(pf.out, ref_f.out, c.baseline.out);
     b_lse = from_plain(pf.lse, ref_f.lse, c.baseline.lse);
     if (c.backward) {
-      const RefBackward pb = plain_backward_f32(p.q, p.k, p.v, p.dout, p.shape, p.q_pos, p.k_pos, p.causal, p.scale);
+      RefBackward pb = plain_backward_f32(p.q, p.k, p.v, p.dout, p.shape, p.q_pos, p.k_pos, p.mask, p.scale);
+      RefForward unused;
+      clear_padding(unused, &pb, p.shape, p.padding);
       b_dq = from_plain(pb.dq, ref_b.dq, c.baseline.dq);
       b_dk = from_plain(pb.dk, ref_b.dk, c.baseline.dk);
       b_dv = from_plain(pb.dv, ref_b.dv, c.baseline.dv);
@@ -171,12 +213,12 @@ CheckReport check_against_reference(const AttentionProblem& p, const CheckRule& 
 
   // 2. Every element of every tensor against its bound.
   const AttentionShape& s = p.shape;
-  std::vector<Tensor> tensors{{&got_f.out, &ref_f.out, b_out, &c.err.out, &c.allowed.out, &c.worst.out, s.Sq},
-                              {&got_f.lse, &ref_f.lse, b_lse, &c.err.lse, &c.allowed.lse, &c.worst.lse, s.Sq, false}};
+  std::vector<Tensor> tensors{{&gf->out, &ref_f.out, b_out, &c.err.out, &c.allowed.out, &c.worst.out, s.Sq},
+                              {&gf->lse, &ref_f.lse, b_lse, &c.err.lse, &c.allowed.lse, &c.worst.lse, s.Sq, false}};
   if (c.backward) {
-    tensors.push_back({&got_b->dq, &ref_b.dq, b_dq, &c.err.dq, &c.allowed.dq, &c.worst.dq, s.Sq});
-    tensors.push_back({&got_b->dk, &ref_b.dk, b_dk, &c.err.dk, &c.allowed.dk, &c.worst.dk, s.Sk});
-    tensors.push_back({&got_b->dv, &ref_b.dv, b_dv, &c.err.dv, &c.allowed.dv, &c.worst.dv, s.Sk});
+    tensors.push_back({&gb->dq, &ref_b.dq, b_dq, &c.err.dq, &c.allowed.dq, &c.worst.dq, s.Sq});
+    tensors.push_back({&gb->dk, &ref_b.dk, b_dk, &c.err.dk, &c.allowed.dk, &c.worst.dk, s.Sk});
+    tensors.push_back({&gb->dv, &ref_b.dv, b_dv, &c.err.dv, &c.allowed.dv, &c.worst.dv, s.Sk});
   }
   c.passed = true;
   for (const Tensor& t : tensors) {

@@ -69,8 +69,11 @@ struct AttentionProblem {
   std::vector<double> q, k, v, dout;  // [B, Sq, Nq, D], [B, Sk, Nkv, D] x2, [B, Sq, Nq, D] (dout may be empty)
   AttentionShape shape{};
   Positions q_pos, k_pos;
-  bool causal = true;
+  Mask mask;  // causal unless given
   double scale = 0;
+  // Rows left out of the comparison (document padding): query rows of out, lse, dq and key rows of dk, dv, given as
+  // row indices of the problem (its positions when they are 0 .. S-1).
+  std::vector<Span> padding;
 };
 
 // A rank's verdict on the rows it owns: out, dq, dk, dv at its sequence positions, under the same rule.

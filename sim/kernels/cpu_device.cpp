@@ -24,18 +24,24 @@ void with_type(DType t, const char* what, Fn&& fn) {
 }
 
 // Walks two views of one extent and layout in the same order, calling fn(dst_offset, src_offset, length) for
-// each contiguous run: [B, S, N, D] per (b, s) the nh * D values of the view's heads; [B, N, S] per (b, h) its rows.
+// each contiguous run: [B, S, N, D] per (b, s) the nh * D values of the view's heads; [B, N, S] per (b, h) its rows
+// (one value at a time where a view's rows are strided).
 template <class Fn>
 void for_each_run(const View& dst, const View& src, Fn&& fn) {
   if (dst.buf.layout() == Layout::bsnd) {
     const std::int64_t len = dst.nh * dst.d();
     for (std::int64_t b = 0; b < dst.nb; ++b)
       for (std::int64_t s = 0; s < dst.ns; ++s)
-        fn(dst.buf.offset(dst.b0 + b, dst.s0 + s, dst.h0), src.buf.offset(src.b0 + b, src.s0 + s, src.h0), len);
-  } else {
+        fn(dst.buf.offset(dst.b0 + b, dst.row(s), dst.h0), src.buf.offset(src.b0 + b, src.row(s), src.h0), len);
+  } else if (dst.step == 1 && src.step == 1) {
     for (std::int64_t b = 0; b < dst.nb; ++b)
       for (std::int64_t h = 0; h < dst.nh; ++h)
         fn(dst.buf.offset(dst.b0 + b, dst.s0, dst.h0 + h), src.buf.offset(src.b0 + b, src.s0, src.h0 + h), dst.ns);
+  } else {
+    for (std::int64_t b = 0; b < dst.nb; ++b)
+      for (std::int64_t h = 0; h < dst.nh; ++h)
+        for (std::int64_t s = 0; s < dst.ns; ++s)
+          fn(dst.buf.offset(dst.b0 + b, dst.row(s), dst.h0 + h), src.buf.offset(src.b0 + b, src.row(s), src.h0 + h), 1);
   }
 }
 
@@ -135,25 +141,26 @@ void CpuDevice::merge(const View& out_acc, const View& lse_acc, const View& out_
 }
 
 TileCounts CpuDevice::do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
-                                           const Positions& k_pos, const View& out, const View& lse, bool causal,
+                                           const Positions& k_pos, const View& out, const View& lse, const Mask& mask,
                                            double scale) {
   check_activations({&q, &k, &v, &out}, "attention forward");
   const DType t = common_dtype({&q, &k, &v, &out, &lse}, "attention forward");
   TileCounts counts;
   with_type(t, "attention forward", [&](auto zero) {
-    counts = tiled_forward<decltype(zero)>(q, q_pos, k, v, k_pos, out, lse, causal, scale, tile_);
+    counts = tiled_forward<decltype(zero)>(q, q_pos, k, v, k_pos, out, lse, mask, scale, tile_);
   });
   return counts;
 }
 
 TileCounts CpuDevice::do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                             const Positions& k_pos, const View& out, const View& lse, const View& dout,
-                                            const View& dq, const View& dk, const View& dv, bool causal, double scale) {
+                                            const View& dq, const View& dk, const View& dv, const Mask& mask,
+                                            double scale) {
   check_activations({&q, &k, &v, &out, &dout, &dq, &dk, &dv}, "attention backward");
   const DType t = common_dtype({&q, &k, &v, &out, &lse, &dout, &dq, &dk, &dv}, "attention backward");
   TileCounts counts;
   with_type(t, "attention backward", [&](auto zero) {
-    counts = tiled_backward<decltype(zero)>(q, q_pos, k, v, k_pos, out, lse, dout, dq, dk, dv, causal, scale, tile_);
+    counts = tiled_backward<decltype(zero)>(q, q_pos, k, v, k_pos, out, lse, dout, dq, dk, dv, mask, scale, tile_);
   });
   return counts;
 }

@@ -34,11 +34,12 @@ class CpuDevice : public Device {
 
  protected:
   TileCounts do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
-                                  const Positions& k_pos, const View& out, const View& lse, bool causal,
+                                  const Positions& k_pos, const View& out, const View& lse, const Mask& mask,
                                   double scale) override;
   TileCounts do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                    const Positions& k_pos, const View& out, const View& lse, const View& dout,
-                                   const View& dq, const View& dk, const View& dv, bool causal, double scale) override;
+                                   const View& dq, const View& dk, const View& dv, const Mask& mask,
+                                   double scale) override;
 
  private:
   int tile_;

@@ -1,25 +1,28 @@
 // The Device seam: everything a strategy asks of one rank's compute device.
 //
 // A strategy allocates buffers, moves rows and heads between them, runs attention on one (Q rows) x
-// (K/V rows) block with the global positions of both, and merges partial results by their log-sum-exp.
+// (K/V rows) block with the global positions of both under a mask (sim/core/mask.hpp), and merges partial results
+// by their log-sum-exp.
 // Implementations: CpuDevice (Eigen, f32/f64), the counting device (sizes only, sim/model), CUDA (sim/cuda).
 //
 // The public calls are the same for every device and record into the rank's Recorder: visible pairs and
-// useful flops are computed here from the positions (so every device reports identical work), the
-// device reports the kernel tiles it computed and skipped.
+// useful flops are computed here from the positions and the mask, by formula on the runs (so every device reports
+// identical work), the device reports the kernel tiles it computed and skipped. A device that does not implement
+// a mask refuses it with an Error naming the masks it does implement; it never computes another one.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "sim/core/buffer.hpp"
+#include "sim/core/mask.hpp"
 #include "sim/core/positions.hpp"
 #include "sim/core/recorder.hpp"
 
 namespace cpsim {
 
 struct AttentionOptions {
-  bool causal = true;
+  Mask mask;                       // causal unless given (a bool converts: true causal, false full)
   double scale = 0;                // 0 means 1/sqrt(D)
   std::optional<BlockKind> kind;   // the strategy's label for this block; unset: derived from the mask
 };
@@ -55,7 +58,7 @@ class Device {
   // Forward of one block.
   //   q: [B, sq, Nq, D] at q_pos (ascending global positions of its rows); k, v: [B, sk, Nkv, D] at k_pos
   //   -> out: [B, sq, Nq, D], lse: [B, Nq, sq] (overwritten). Query head h reads K/V head h / (Nq/Nkv).
-  //   A row that sees no key gets out = 0 and lse = -inf.
+  //   A row that sees no key gets out = 0 and lse = -inf. Key k is visible to query q when opt.mask says so.
   WorkCounts attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                const Positions& k_pos, const View& out, const View& lse,
                                const AttentionOptions& opt = {});
@@ -80,11 +83,11 @@ class Device {
  protected:
   virtual TileCounts do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                           const Positions& k_pos, const View& out, const View& lse,
-                                          bool causal, double scale) = 0;
+                                          const Mask& mask, double scale) = 0;
   virtual TileCounts do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                            const Positions& k_pos, const View& out, const View& lse,
                                            const View& dout, const View& dq, const View& dk, const View& dv,
-                                           bool causal, double scale) = 0;
+                                           const Mask& mask, double scale) = 0;
 
  private:
   Recorder& rec_;

@@ -31,6 +31,7 @@ struct DeviceInfo {
   std::string name;           // "cpu", "cuda"
   std::vector<DType> dtypes;  // what its buffers hold and its kernels compute in
   bool gpu = false;           // results are checked by the GPU rules (sim/kernels/check.hpp)
+  bool any_mask = true;       // implements every mask (documents, windows); false: the causal and full masks only
   // The attention kernels a run may choose besides "auto" (the cuda device: mma2, mma1, simt); none: auto only.
   std::vector<std::string> kernels;
   // "" when the kernel (one of `kernels`) computes attention in that dtype and head dim, else the constraint and a

@@ -50,18 +50,20 @@ T row_softmax(const T* qi, const std::vector<T>& k, const Index& ix, std::int64_
   return m + std::log(sum);                        // lse_i
 }
 
-// Keys row i sees: causal k_pos[j] <= q_pos[i], full all.
-inline void visible_keys(const Positions& k_pos, std::int64_t qp, bool causal, std::vector<std::int64_t>& vis) {
+// Keys row i sees: every j the mask makes visible to q_pos[i] (the definition, one pair at a time).
+inline void visible_keys(const std::vector<std::int64_t>& k_pos, std::int64_t qp, const Mask& mask,
+                         std::vector<std::int64_t>& vis) {
   vis.clear();
   for (std::size_t j = 0; j < k_pos.size(); ++j)
-    if (!causal || k_pos[j] <= qp) vis.push_back(static_cast<std::int64_t>(j));
+    if (mask.visible(qp, k_pos[j])) vis.push_back(static_cast<std::int64_t>(j));
 }
 
 template <class T>
 RefForward forward(const std::vector<double>& q_in, const std::vector<double>& k_in, const std::vector<double>& v_in,
-                   const AttentionShape& sh, const Positions& q_pos, const Positions& k_pos, bool causal,
+                   const AttentionShape& sh, const Positions& q_runs, const Positions& k_runs, const Mask& mask,
                    double scale_in) {
-  check_reference_args(sh, q_in.size(), k_in.size(), v_in.size(), q_pos, k_pos);
+  check_reference_args(sh, q_in.size(), k_in.size(), v_in.size(), q_runs, k_runs);
+  const std::vector<std::int64_t> q_pos = q_runs.expand(), k_pos = k_runs.expand();
   const auto q = to<T>(q_in), k = to<T>(k_in), v = to<T>(v_in);
   const T scale = static_cast<T>(attention_scale(sh.D, scale_in));
   const Index ix{sh};
@@ -71,7 +73,7 @@ RefForward forward(const std::vector<double>& q_in, const std::vector<double>& k
   std::vector<T> p;
   for (std::int64_t b = 0; b < sh.B; ++b)
     for (std::int64_t i = 0; i < sh.Sq; ++i) {
-      visible_keys(k_pos, q_pos[i], causal, vis);
+      visible_keys(k_pos, q_pos[static_cast<std::size_t>(i)], mask, vis);
       for (std::int64_t h = 0; h < sh.Nq; ++h) {
         const std::int64_t g = h / group;
         lse[ix.lse(b, h, i)] = row_softmax(&q[ix.q(b, i, h)], k, ix, b, g, vis, scale, p);
@@ -87,10 +89,11 @@ RefForward forward(const std::vector<double>& q_in, const std::vector<double>& k
 
 template <class T>
 RefBackward backward(const std::vector<double>& q_in, const std::vector<double>& k_in, const std::vector<double>& v_in,
-                     const std::vector<double>& dout_in, const AttentionShape& sh, const Positions& q_pos,
-                     const Positions& k_pos, bool causal, double scale_in) {
-  check_reference_args(sh, q_in.size(), k_in.size(), v_in.size(), q_pos, k_pos);
-  check_reference_args(sh, dout_in.size(), k_in.size(), v_in.size(), q_pos, k_pos);
+                     const std::vector<double>& dout_in, const AttentionShape& sh, const Positions& q_runs,
+                     const Positions& k_runs, const Mask& mask, double scale_in) {
+  check_reference_args(sh, q_in.size(), k_in.size(), v_in.size(), q_runs, k_runs);
+  check_reference_args(sh, dout_in.size(), k_in.size(), v_in.size(), q_runs, k_runs);
+  const std::vector<std::int64_t> q_pos = q_runs.expand(), k_pos = k_runs.expand();
   const auto q = to<T>(q_in), k = to<T>(k_in), v = to<T>(v_in), dout = to<T>(dout_in);
   const T scale = static_cast<T>(attention_scale(sh.D, scale_in));
   const Index ix{sh};
@@ -100,7 +103,7 @@ RefBackward backward(const std::vector<double>& q_in, const std::vector<double>&
   std::vector<T> p, dp;
   for (std::int64_t b = 0; b < sh.B; ++b)
     for (std::int64_t i = 0; i < sh.Sq; ++i) {
-      visible_keys(k_pos, q_pos[i], causal, vis);
+      visible_keys(k_pos, q_pos[static_cast<std::size_t>(i)], mask, vis);
       for (std::int64_t h = 0; h < sh.Nq; ++h) {
         const std::int64_t g = h / group;
         const T* qi = &q[ix.q(b, i, h)];

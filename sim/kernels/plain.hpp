@@ -12,11 +12,11 @@
 namespace cpsim {
 
 RefForward plain_forward_f32(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
-                             const AttentionShape& shape, const Positions& q_pos, const Positions& k_pos, bool causal,
-                             double scale = 0);
+                             const AttentionShape& shape, const Positions& q_pos, const Positions& k_pos,
+                             const Mask& mask, double scale = 0);
 
 RefBackward plain_backward_f32(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
                                const std::vector<double>& dout, const AttentionShape& shape, const Positions& q_pos,
-                               const Positions& k_pos, bool causal, double scale = 0);
+                               const Positions& k_pos, const Mask& mask, double scale = 0);
 
 }  // namespace cpsim

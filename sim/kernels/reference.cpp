@@ -21,20 +21,20 @@ void check_reference_args(const AttentionShape& sh, std::size_t q, std::size_t k
   if (q != n(sh.B * sh.Sq * sh.Nq * sh.D)) fail("q has " + std::to_string(q) + " values, not B*Sq*Nq*D");
   if (k != n(sh.B * sh.Sk * sh.Nkv * sh.D)) fail("k has " + std::to_string(k) + " values, not B*Sk*Nkv*D");
   if (v != k) fail("v and k differ in size");
-  if (q_pos.size() != n(sh.Sq)) fail("q_pos must hold Sq positions");
-  if (k_pos.size() != n(sh.Sk)) fail("k_pos must hold Sk positions");
+  if (q_pos.size() != sh.Sq) fail("q_pos must hold Sq positions");
+  if (k_pos.size() != sh.Sk) fail("k_pos must hold Sk positions");
 }
 
 RefForward reference_forward(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
-                             const AttentionShape& shape, const Positions& q_pos, const Positions& k_pos, bool causal,
-                             double scale) {
-  return naive::forward<double>(q, k, v, shape, q_pos, k_pos, causal, scale);
+                             const AttentionShape& shape, const Positions& q_pos, const Positions& k_pos,
+                             const Mask& mask, double scale) {
+  return naive::forward<double>(q, k, v, shape, q_pos, k_pos, mask, scale);
 }
 
 RefBackward reference_backward(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
                                const std::vector<double>& dout, const AttentionShape& shape, const Positions& q_pos,
-                               const Positions& k_pos, bool causal, double scale) {
-  return naive::backward<double>(q, k, v, dout, shape, q_pos, k_pos, causal, scale);
+                               const Positions& k_pos, const Mask& mask, double scale) {
+  return naive::backward<double>(q, k, v, dout, shape, q_pos, k_pos, mask, scale);
 }
 
 }  // namespace cpsim

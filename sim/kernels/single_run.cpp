@@ -31,7 +31,7 @@ SingleRun run_single_device(Device& dev, const AttentionProblem& p, DType dtype,
     upload_values(dev, q, p.q);
     upload_values(dev, k, p.k);
     upload_values(dev, v, p.v);
-    const AttentionOptions opt{.causal = p.causal, .scale = p.scale, .kind = {}};
+    const AttentionOptions opt{.mask = p.mask, .scale = p.scale, .kind = {}};
 
     auto t0 = std::chrono::steady_clock::now();
     double c0 = thread_cpu_seconds();

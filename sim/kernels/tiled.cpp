@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "sim/core/error.hpp"
@@ -35,27 +36,51 @@ T* lse_row(const View& lse, std::int64_t b, std::int64_t h) {
 
 enum class TileMask { masked, visible, partial };
 
-// Classifies query rows [i0, i1) x key rows [j0, j1) by the extreme positions they cover (both ascending).
-TileMask classify(const Positions& qp, std::int64_t i0, std::int64_t i1, const Positions& kp, std::int64_t j0,
-                  std::int64_t j1, bool causal) {
-  if (!causal) return TileMask::visible;
-  if (kp[j0] > qp[i1 - 1]) return TileMask::masked;    // the first key is after the last query
-  if (kp[j1 - 1] <= qp[i0]) return TileMask::visible;  // the last key is at or before the first query
-  return TileMask::partial;
-}
+// Per query row i, the key rows it sees: [lo[i], hi[i]) of the block's ascending keys. Both never decrease with i
+// (mask.hpp), so two pointers find them all in O(sq + sk).
+struct KeyRanges {
+  std::vector<std::int64_t> lo, hi;
 
-// How many keys of [j0, j1) a query at position p sees: a prefix, since keys are ascending.
-std::int64_t visible_prefix(const Positions& kp, std::int64_t j0, std::int64_t j1, std::int64_t p) {
-  return std::upper_bound(kp.begin() + j0, kp.begin() + j1, p) - (kp.begin() + j0);
-}
+  KeyRanges(const std::vector<std::int64_t>& qp, const std::vector<std::int64_t>& kp, const Mask& mask) {
+    lo.resize(qp.size());
+    hi.resize(qp.size());
+    std::size_t a = 0, b = 0;
+    for (std::size_t i = 0; i < qp.size(); ++i) {
+      const std::int64_t first = mask.lo(qp[i]), last = mask.hi(qp[i]);
+      while (a < kp.size() && kp[a] < first) ++a;
+      while (b < kp.size() && kp[b] <= last) ++b;
+      lo[i] = static_cast<std::int64_t>(a);
+      hi[i] = static_cast<std::int64_t>(std::max(a, b));
+    }
+  }
+
+  // Row i's visible keys among key rows [j0, j1), as a range of the tile's columns [c0, c1).
+  std::pair<std::int64_t, std::int64_t> columns(std::int64_t i, std::int64_t j0, std::int64_t j1) const {
+    const std::int64_t c0 = std::clamp(lo[static_cast<std::size_t>(i)], j0, j1) - j0;
+    const std::int64_t c1 = std::clamp(hi[static_cast<std::size_t>(i)], j0, j1) - j0;
+    return {c0, std::max(c0, c1)};
+  }
+
+  // Query rows [i0, i1) x key rows [j0, j1). The extreme rows decide most tiles (lo and hi are monotone); a tile the
+  // extremes leave open is masked only when no row's range meets it.
+  TileMask classify(std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1) const {
+    const auto u = [](std::int64_t i) { return static_cast<std::size_t>(i); };
+    if (hi[u(i1 - 1)] <= j0 || lo[u(i0)] >= j1) return TileMask::masked;   // every range ends before / starts after
+    if (lo[u(i1 - 1)] <= j0 && hi[u(i0)] >= j1) return TileMask::visible;  // every range covers the tile
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const auto [c0, c1] = columns(i, j0, j1);
+      if (c1 > c0) return TileMask::partial;
+    }
+    return TileMask::masked;
+  }
+};
 
 }  // namespace
 
 template <class T>
 TileCounts tiled_forward(const View& q, const Positions& q_pos, const View& k, const View& v, const Positions& k_pos,
-                         const View& out, const View& lse, bool causal, double scale, int tile) {
-  check_ascending(q_pos, "query positions");
-  check_ascending(k_pos, "key positions");
+                         const View& out, const View& lse, const Mask& mask, double scale, int tile) {
+  const KeyRanges ranges(q_pos.expand(), k_pos.expand(), mask);  // the rows this call holds, one position each
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const std::int64_t sq = q.ns, sk = k.ns, D = q.d(), group = q.nh / k.nh, t = tile;
   const std::int64_t key_tiles = (sk + t - 1) / t;
@@ -76,12 +101,16 @@ TileCounts tiled_forward(const View& q, const Positions& q_pos, const View& k, c
         std::fill(m.begin(), m.end(), kNegInf);
         std::fill(l.begin(), l.end(), T(0));
 
-        for (std::int64_t j0 = 0, kt = 0; j0 < sk; j0 += t, ++kt) {
-          const std::int64_t bk = std::min(t, sk - j0);
-          const TileMask mask = classify(q_pos, i0, i0 + bq, k_pos, j0, j0 + bk, causal);
-          if (mask == TileMask::masked) {  // so is every later key tile: keys only move right
-            counts.skipped += key_tiles - kt;
-            break;
+        // Only key tiles between the first row's first visible key and the last row's last can hold visible pairs.
+        const std::int64_t kt_first = ranges.lo[static_cast<std::size_t>(i0)] / t;
+        const std::int64_t kt_end = std::min(key_tiles, (ranges.hi[static_cast<std::size_t>(i0 + bq - 1)] + t - 1) / t);
+        counts.skipped += key_tiles - std::max<std::int64_t>(kt_end - kt_first, 0);
+        for (std::int64_t kt = kt_first; kt < kt_end; ++kt) {
+          const std::int64_t j0 = kt * t, bk = std::min(t, sk - j0);
+          const TileMask tm = ranges.classify(i0, i0 + bq, j0, j0 + bk);
+          if (tm == TileMask::masked) {
+            ++counts.skipped;
+            continue;
           }
           ++counts.computed;
           const auto k_t = head_rows<T>(k, b, g, j0, bk);  // k_t, v_t: [bk, D]
@@ -91,19 +120,22 @@ TileCounts tiled_forward(const View& q, const Positions& q_pos, const View& k, c
 
           for (std::int64_t r = 0; r < bq; ++r) {
             auto row = s.row(r);
-            const std::int64_t c = mask == TileMask::partial ? visible_prefix(k_pos, j0, j0 + bk, q_pos[i0 + r]) : bk;
-            if (c == 0) {  // this row sees none of these keys
+            const auto [c0, c1] = tm == TileMask::partial ? ranges.columns(i0 + r, j0, j0 + bk)
+                                                          : std::pair<std::int64_t, std::int64_t>{0, bk};
+            if (c1 == c0) {  // this row sees none of these keys
               row.setZero();
               continue;
             }
+            auto seen = row.segment(c0, c1 - c0);
             // 2. m' = max(m, rowmax(s)); alpha = exp(scale (m - m')), 0 while m = -inf
-            const T m_new = std::max(m[r], row.head(c).maxCoeff());
+            const T m_new = std::max(m[r], seen.maxCoeff());
             const T alpha = std::exp(sc * (m[r] - m_new));
             // 3. p = exp(scale (s - m')) on the visible keys, 0 on the masked ones
-            row.head(c) = ((row.head(c).array() - m_new) * sc).exp();
-            row.tail(bk - c).setZero();
+            seen = ((seen.array() - m_new) * sc).exp();
+            row.head(c0).setZero();
+            row.tail(bk - c1).setZero();
             // 4. l = alpha l + rowsum(p); acc = alpha acc
-            l[r] = alpha * l[r] + row.head(c).sum();
+            l[r] = alpha * l[r] + seen.sum();
             if (alpha != T(1)) acc.row(r) *= alpha;
             m[r] = m_new;
           }
@@ -129,9 +161,8 @@ TileCounts tiled_forward(const View& q, const Positions& q_pos, const View& k, c
 template <class T>
 TileCounts tiled_backward(const View& q, const Positions& q_pos, const View& k, const View& v, const Positions& k_pos,
                           const View& out, const View& lse, const View& dout, const View& dq, const View& dk,
-                          const View& dv, bool causal, double scale, int tile) {
-  check_ascending(q_pos, "query positions");
-  check_ascending(k_pos, "key positions");
+                          const View& dv, const Mask& mask, double scale, int tile) {
+  const KeyRanges ranges(q_pos.expand(), k_pos.expand(), mask);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const std::int64_t sq = q.ns, sk = k.ns, D = q.d(), group = q.nh / k.nh, t = tile;
   const T sc = static_cast<T>(scale);
@@ -168,8 +199,8 @@ TileCounts tiled_backward(const View& q, const Positions& q_pos, const View& k, 
           const double* di_h = di.data() + hh * sq;
           for (std::int64_t i0 = 0; i0 < sq; i0 += t) {
             const std::int64_t bq = std::min(t, sq - i0);
-            const TileMask mask = classify(q_pos, i0, i0 + bq, k_pos, j0, j0 + bk, causal);
-            if (mask == TileMask::masked) {
+            const TileMask tm = ranges.classify(i0, i0 + bq, j0, j0 + bk);
+            if (tm == TileMask::masked) {
               ++counts.skipped;
               continue;
             }
@@ -183,14 +214,17 @@ TileCounts tiled_backward(const View& q, const Positions& q_pos, const View& k, 
             p.noalias() = q_t * k_t.transpose();  // 2. s = q k^T: [bq, bk]
             for (std::int64_t r = 0; r < bq; ++r) {
               auto row = p.row(r);
-              const std::int64_t c = mask == TileMask::partial ? visible_prefix(k_pos, j0, j0 + bk, q_pos[i0 + r]) : bk;
+              const auto [c0, c1] = tm == TileMask::partial ? ranges.columns(i0 + r, j0, j0 + bk)
+                                                            : std::pair<std::int64_t, std::int64_t>{0, bk};
               const T lse_r = lse_h[i0 + r];
-              if (c == 0 || lse_r == kNegInf) {  // no visible key here, or none anywhere: no gradient
+              if (c1 == c0 || lse_r == kNegInf) {  // no visible key here, or none anywhere: no gradient
                 row.setZero();
                 continue;
               }
-              row.head(c) = (row.head(c).array() * sc - lse_r).exp();  // 3. p = exp(scale s - lse)
-              row.tail(bk - c).setZero();
+              auto seen = row.segment(c0, c1 - c0);
+              seen = (seen.array() * sc - lse_r).exp();  // 3. p = exp(scale s - lse)
+              row.head(c0).setZero();
+              row.tail(bk - c1).setZero();
             }
             dv_acc.noalias() += p.transpose() * do_t;  // 4. dv += p^T dout: [bk, D]
             do_d = do_t.template cast<double>();
@@ -210,14 +244,14 @@ TileCounts tiled_backward(const View& q, const Positions& q_pos, const View& k, 
 }
 
 template TileCounts tiled_forward<float>(const View&, const Positions&, const View&, const View&, const Positions&,
-                                         const View&, const View&, bool, double, int);
+                                         const View&, const View&, const Mask&, double, int);
 template TileCounts tiled_forward<double>(const View&, const Positions&, const View&, const View&, const Positions&,
-                                          const View&, const View&, bool, double, int);
+                                          const View&, const View&, const Mask&, double, int);
 template TileCounts tiled_backward<float>(const View&, const Positions&, const View&, const View&, const Positions&,
                                           const View&, const View&, const View&, const View&, const View&, const View&,
-                                          bool, double, int);
+                                          const Mask&, double, int);
 template TileCounts tiled_backward<double>(const View&, const Positions&, const View&, const View&, const Positions&,
                                            const View&, const View&, const View&, const View&, const View&, const View&,
-                                           bool, double, int);
+                                           const Mask&, double, int);
 
 }  // namespace cpsim

@@ -2,10 +2,11 @@
 //
 // Views are boxes of [B, S, N, D] buffers (out, dq, ...) and [B, N, S] LSE buffers; a head's rows are D values
 // apart by N*D (the outer stride), so tiles are Eigen maps over the buffers, never copies.
-// Queries and keys are cut into tiles of `tile` rows. With ascending positions, a (query tile, key tile) pair is
-//   masked  (causal, min key pos > max query pos): skipped without touching its data,
-//   visible (full attention, or max key pos <= min query pos): computed without a mask,
-//   partial (otherwise): computed, and each row keeps the keys at or before its own position.
+// Queries and keys are cut into tiles of `tile` rows. Under every mask a query row sees one range of the
+// (ascending) key rows, [lo_i, hi_i), and lo_i, hi_i never decrease with i (mask.hpp). A (query tile, key tile) is
+//   masked  (no row's range meets the tile's keys): skipped without touching its data,
+//   visible (every row's range covers them): computed without a mask,
+//   partial (otherwise): computed, and each row keeps the keys of its range.
 // Every view must hold T (float or double); Device::attention_* has checked extents and head grouping.
 #pragma once
 #include "sim/core/buffer.hpp"
@@ -20,7 +21,7 @@ namespace cpsim {
 // q: [B, sq, Nq, D], k, v: [B, sk, Nkv, D] -> out: [B, sq, Nq, D], lse: [B, Nq, sq] (overwritten).
 template <class T>
 TileCounts tiled_forward(const View& q, const Positions& q_pos, const View& k, const View& v, const Positions& k_pos,
-                         const View& out, const View& lse, bool causal, double scale, int tile);
+                         const View& out, const View& lse, const Mask& mask, double scale, int tile);
 
 // Backward, per (batch, kv head, key tile), over the query heads of its group and the query tiles:
 //   p = exp(s - lse);  dv += p^T dout;  dp = dout v^T;  ds = p * (dp - Di), Di = rowsum(dout * out)
@@ -29,6 +30,6 @@ TileCounts tiled_forward(const View& q, const Positions& q_pos, const View& k, c
 template <class T>
 TileCounts tiled_backward(const View& q, const Positions& q_pos, const View& k, const View& v, const Positions& k_pos,
                           const View& out, const View& lse, const View& dout, const View& dq, const View& dk,
-                          const View& dv, bool causal, double scale, int tile);
+                          const View& dv, const Mask& mask, double scale, int tile);
 
 }  // namespace cpsim

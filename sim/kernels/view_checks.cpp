@@ -24,6 +24,7 @@ void check_activations(std::initializer_list<const View*> views, const char* wha
   for (const View* v : views)
     if (v->buf.layout() != Layout::bsnd)
       throw Error(std::string(what) + ": '" + v->buf.name() + "' must be a [B, S, N, D] buffer");
+  check_consecutive(views, what);
 }
 
 void check_merge_views(const View& out_acc, const View& lse_acc, const View& out_t, const View& lse_t) {
@@ -34,13 +35,14 @@ void check_merge_views(const View& out_acc, const View& lse_acc, const View& out
     throw Error("merge: out views must be [B, S, N, D] and lse views [B, N, S]");
   if (lse_acc.nb != out_acc.nb || lse_acc.ns != out_acc.ns || lse_acc.nh != out_acc.nh)
     throw Error("merge: lse must have one value per row and head of out");
+  check_consecutive({&out_acc, &lse_acc, &out_t, &lse_t}, "merge");
 }
 
-void check_ascending(const Positions& p, const char* what) {
-  for (std::size_t i = 1; i < p.size(); ++i)
-    if (p[i] <= p[i - 1])
-      throw Error(std::string("attention: ") + what + " must be strictly ascending (position " + std::to_string(p[i]) +
-                  " follows " + std::to_string(p[i - 1]) + ")");
+void check_consecutive(std::initializer_list<const View*> views, const char* what) {
+  for (const View* v : views)
+    if (v->step != 1)
+      throw Error(std::string(what) + ": '" + v->buf.name() + "' must be a view of consecutive rows (it steps " +
+                  std::to_string(v->step) + " rows)");
 }
 
 }  // namespace cpsim

@@ -18,19 +18,28 @@ std::int64_t bytes_of(const View& v) {
 
 }  // namespace
 
-TileCounts tile_counts(const Positions& q_pos, const Positions& k_pos, bool causal, int tile) {
-  const auto sq = static_cast<std::int64_t>(q_pos.size()), sk = static_cast<std::int64_t>(k_pos.size());
-  const std::int64_t t = tile, q_tiles = (sq + t - 1) / t, k_tiles = (sk + t - 1) / t;
+TileCounts tile_counts(const Positions& q_pos, const Positions& k_pos, const Mask& mask, int tile) {
+  const std::int64_t sq = q_pos.size(), sk = k_pos.size(), t = tile;
+  const std::int64_t q_tiles = (sq + t - 1) / t, k_tiles = (sk + t - 1) / t;
   TileCounts c;
-  if (!causal) {
-    c.computed = q_tiles * k_tiles;
-    return c;
-  }
   for (std::int64_t i0 = 0; i0 < sq; i0 += t) {
-    const std::int64_t q_last = q_pos[static_cast<std::size_t>(std::min(i0 + t, sq) - 1)];
-    // u keys lie at or before the tile's last query; the key tiles starting below u are not masked: ceil(u / t).
-    const std::int64_t u = std::upper_bound(k_pos.begin(), k_pos.end(), q_last) - k_pos.begin();
-    c.computed += (u + t - 1) / t;
+    const std::int64_t bq = std::min(t, sq - i0), q_first = q_pos.at(i0), q_last = q_pos.at(i0 + bq - 1);
+    // 1. The candidates: key rows [ja, jb) hold every key some row of the tile sees (lo and hi are monotone).
+    const std::int64_t ja = k_pos.lower_bound(mask.lo(q_first)), jb = k_pos.upper_bound(mask.hi(q_last));
+    if (jb <= ja) continue;
+    const std::int64_t kt_first = ja / t, kt_end = (jb + t - 1) / t;
+    if (mask.plain()) {  // causal or full: the last query sees the first key of every candidate tile
+      c.computed += kt_end - kt_first;
+      continue;
+    }
+    // 2. Otherwise a corner pair decides most tiles; the rest are counted.
+    const Positions q_tile = q_pos.slice(i0, bq);
+    for (std::int64_t kt = kt_first; kt < kt_end; ++kt) {
+      const std::int64_t j0 = kt * t, bk = std::min(t, sk - j0), k_first = k_pos.at(j0), k_last = k_pos.at(j0 + bk - 1);
+      const bool corner = mask.visible(q_last, k_first) || mask.visible(q_last, k_last) ||
+                          mask.visible(q_first, k_first) || mask.visible(q_first, k_last);
+      if (corner || visible_pairs(q_tile, k_pos.slice(j0, bk), mask) > 0) ++c.computed;
+    }
   }
   c.skipped = q_tiles * k_tiles - c.computed;
   return c;
@@ -82,8 +91,8 @@ void CountingDevice::merge(const View& out_acc, const View& lse_acc, const View&
 }
 
 TileCounts CountingDevice::attention(const View& q, const Positions& q_pos, const View& k, const Positions& k_pos,
-                                     bool causal, bool backward, std::int64_t grad_elements) {
-  TileCounts per_head = tile_counts(q_pos, k_pos, causal, tile_);
+                                     const Mask& mask, bool backward, std::int64_t grad_elements) {
+  TileCounts per_head = tile_counts(q_pos, k_pos, mask, tile_);
   const std::int64_t bh = q.nb * q.nh;  // the kernel repeats the tiles for every (batch, query head)
   if (program_ != nullptr) {
     Op op;
@@ -94,14 +103,14 @@ TileCounts CountingDevice::attention(const View& q, const Positions& q_pos, cons
     op.batch_heads = bh;
     op.head_dim = q.d();
     op.elements = grad_elements;
-    const std::int64_t pairs1 = visible_pairs(q_pos, k_pos, causal);
+    const std::int64_t pairs1 = visible_pairs(q_pos, k_pos, mask);
     op.pairs = pairs1 * bh;
     op.flops = (backward ? kBackwardFlopsPerPairDim : kForwardFlopsPerPairDim) * static_cast<double>(q.d()) *
                static_cast<double>(op.pairs);
     op.block = pairs1 == q.ns * k.ns ? BlockKind::full : BlockKind::diagonal;
     if (program_->spans) {
-      op.q_spans = to_spans(q_pos);
-      op.k_spans = to_spans(k_pos);
+      op.q_spans = q_pos.spans();
+      op.k_spans = k_pos.spans();
     }
     program_->ops.push_back(std::move(op));
   }
@@ -109,14 +118,16 @@ TileCounts CountingDevice::attention(const View& q, const Positions& q_pos, cons
 }
 
 TileCounts CountingDevice::do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View&,
-                                                const Positions& k_pos, const View&, const View&, bool causal, double) {
-  return attention(q, q_pos, k, k_pos, causal, false, 0);
+                                                const Positions& k_pos, const View&, const View&, const Mask& mask,
+                                                double) {
+  return attention(q, q_pos, k, k_pos, mask, false, 0);
 }
 
 TileCounts CountingDevice::do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View&,
                                                  const Positions& k_pos, const View&, const View&, const View&,
-                                                 const View& dq, const View& dk, const View& dv, bool causal, double) {
-  return attention(q, q_pos, k, k_pos, causal, true, dq.numel() + dk.numel() + dv.numel());
+                                                 const View& dq, const View& dk, const View& dv, const Mask& mask,
+                                                 double) {
+  return attention(q, q_pos, k, k_pos, mask, true, dq.numel() + dk.numel() + dv.numel());
 }
 
 }  // namespace cpsim::model

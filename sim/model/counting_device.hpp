@@ -6,7 +6,8 @@
 //                handle is dropped (as on the CPU device), so the peak is exact; its storage is a shared "no data"
 //                address that nothing may read or write (the Communicator refuses null buffers of nonzero size)
 //   attention    the visible pairs and flops the Device base counts, and the kernel tiles the CPU device's tiled
-//                kernel (tiled.cpp) would compute and skip at the same tile size, found from the positions alone
+//                kernel (tiled.cpp) would compute and skip at the same tile size, found from the runs of positions
+//                alone (tile_counts)
 //   copy, add, merge, fill: nothing happens; the bytes they would read and write go into the Program
 #pragma once
 #include <string>
@@ -22,10 +23,13 @@ namespace cpsim::model {
 inline constexpr double kForwardFlopsPerPairDim = 4.0;
 inline constexpr double kBackwardFlopsPerPairDim = 10.0;
 
-// Tiles of `tile` rows the tiled kernel computes and skips on one (batch, head) of a block. Positions ascending.
-// A (query tile, key tile) pair is skipped when causal and its first key lies after its last query; the
-// forward stops at the first such key tile, the backward visits them all: both count the same pairs.
-TileCounts tile_counts(const Positions& q_pos, const Positions& k_pos, bool causal, int tile);
+// Tiles of `tile` rows the tiled kernel computes and skips on one (batch, head) of a block: a (query tile, key
+// tile) pair is computed when it holds a visible pair under the mask (tiled.cpp), skipped otherwise; forward and
+// backward count the same pairs. Found from the runs, never one position at a time: per query tile, the key tiles
+// between its first row's first visible key and its last row's last one are the candidates; for causal and full
+// masks each of them holds a visible pair, for the others each is decided by one of its corner pairs or, failing
+// that, by counting its visible pairs (mask.hpp). O(query tiles x log) for causal and full masks.
+TileCounts tile_counts(const Positions& q_pos, const Positions& k_pos, const Mask& mask, int tile);
 
 class CountingDevice : public Device {
  public:
@@ -45,14 +49,15 @@ class CountingDevice : public Device {
 
  protected:
   TileCounts do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
-                                  const Positions& k_pos, const View& out, const View& lse, bool causal,
+                                  const Positions& k_pos, const View& out, const View& lse, const Mask& mask,
                                   double scale) override;
   TileCounts do_attention_backward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                    const Positions& k_pos, const View& out, const View& lse, const View& dout,
-                                   const View& dq, const View& dk, const View& dv, bool causal, double scale) override;
+                                   const View& dq, const View& dk, const View& dv, const Mask& mask,
+                                   double scale) override;
 
  private:
-  TileCounts attention(const View& q, const Positions& q_pos, const View& k, const Positions& k_pos, bool causal,
+  TileCounts attention(const View& q, const Positions& q_pos, const View& k, const Positions& k_pos, const Mask& mask,
                        bool backward, std::int64_t grad_elements);
   void memory(const char* name, std::int64_t bytes, std::int64_t elements = 0);
 

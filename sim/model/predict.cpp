@@ -113,15 +113,30 @@ void check_model_shape(const Problem& p) {
   }
 }
 
+namespace {
+// One GPU's attention over the whole sequence under the problem's mask: the square call, with the pairs and flops
+// of the mask (documents, a window) counted by formula on the one run [0, S).
+Op whole_sequence_attention(const Problem& p, bool backward) {
+  Op op = square_attention(p.batch * p.heads, p.seq, p.head_dim, p.causal, backward);
+  const Mask mask = p.mask();
+  if (mask.plain()) return op;
+  const Positions all = Positions::range(0, p.seq);
+  const std::int64_t per_head = visible_pairs(all, all, mask), square_pairs = op.pairs;
+  op.pairs = per_head * op.batch_heads;
+  op.flops *= static_cast<double>(op.pairs) / static_cast<double>(square_pairs);  // flops per pair unchanged
+  op.block = BlockKind::partial;
+  return op;
+}
+}  // namespace
+
 double single_gpu_us(const Problem& p, const Machine& m, bool backward) {
-  const std::int64_t bh = p.batch * p.heads;
-  double t = attention_us(m, square_attention(bh, p.seq, p.head_dim, p.causal, false));
-  if (backward) t += attention_us(m, square_attention(bh, p.seq, p.head_dim, p.causal, true));
+  double t = attention_us(m, whole_sequence_attention(p, false));
+  if (backward) t += attention_us(m, whole_sequence_attention(p, true));
   return t;
 }
 
 double single_gpu_tflops(const Problem& p, const Machine& m, bool backward) {
-  const Op op = square_attention(p.batch * p.heads, p.seq, p.head_dim, p.causal, backward);
+  const Op op = whole_sequence_attention(p, backward);
   return op.flops / attention_us(m, op) / 1e6;
 }
 

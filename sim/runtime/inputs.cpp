@@ -15,7 +15,8 @@ struct Piece {
   std::uint64_t first;  // its first stream element
   std::size_t count;    // its elements
 };
-std::vector<Piece> pieces(std::int64_t batch, std::int64_t seq, std::int64_t row_elems, const std::vector<Span>& spans) {
+std::vector<Piece> pieces(std::int64_t batch, std::int64_t seq, std::int64_t row_elems,
+                          const std::vector<Span>& spans) {
   std::vector<Piece> out;
   for (std::int64_t b = 0; b < batch; ++b)
     for (const Span& sp : spans)
@@ -41,10 +42,10 @@ void make_local(std::uint64_t seed, Input which, const std::vector<Piece>& ps, D
   }
 }
 
-// The rows `spans` of batch 0..batch-1 of a [batch, seq, row_elems] tensor, rounded to dtype.
+// The rows at `positions` (in their order) of batch 0..batch-1 of a [batch, seq, row_elems] tensor, rounded to dtype.
 std::vector<double> seeded_rows(std::uint64_t seed, Input which, std::int64_t batch, std::int64_t seq,
-                                std::int64_t row_elems, const std::vector<Span>& spans, DType dtype) {
-  const std::vector<Piece> ps = pieces(batch, seq, row_elems, spans);
+                                std::int64_t row_elems, const Positions& positions, DType dtype) {
+  const std::vector<Piece> ps = pieces(batch, seq, row_elems, positions.spans());
   std::size_t total = 0;
   for (const Piece& pc : ps) total += pc.count;
   std::vector<double> out(total);
@@ -59,13 +60,12 @@ std::int64_t row_elems(const Problem& p, Input which) {
 }  // namespace
 
 std::vector<double> rank_input(const Problem& p, std::uint64_t seed, Input which, int rank) {
-  const SeqLayout L(p.ranks, p.seq, p.sharding);
-  return seeded_rows(seed, which, p.batch, p.seq, row_elems(p, which), L.spans(rank), p.dtype);
+  return seeded_rows(seed, which, p.batch, p.seq, row_elems(p, which), p.layout().positions(rank), p.dtype);
 }
 
 Buffer rank_input_buffer(Device& dev, const Problem& p, std::uint64_t seed, Input which, int rank,
                          const std::string& name) {
-  const SeqLayout L(p.ranks, p.seq, p.sharding);
+  const SeqLayout L = p.layout();
   const std::int64_t n = which == Input::k || which == Input::v ? p.kv_heads : p.heads;
   const Buffer b = dev.alloc({p.batch, L.local_len(), n, p.head_dim}, p.dtype, Layout::bsnd, name);
   const std::vector<Piece> ps = pieces(p.batch, p.seq, row_elems(p, which), L.spans(rank));
@@ -85,7 +85,7 @@ Inputs rank_inputs(const Problem& p, std::uint64_t seed, int rank, bool with_dou
 }
 
 Inputs global_inputs(const Problem& p, std::uint64_t seed, bool with_dout) {
-  const std::vector<Span> all{{0, p.seq}};
+  const Positions all = Positions::range(0, p.seq);
   auto global = [&](Input which) {
     return seeded_rows(seed, which, p.batch, p.seq, row_elems(p, which), all, p.dtype);
   };
@@ -105,21 +105,22 @@ AttentionProblem whole_problem(const Problem& p, Inputs global) {
   a.dout = std::move(global.dout);
   a.shape = AttentionShape{p.batch, p.seq, p.seq, p.heads, p.kv_heads, p.head_dim};
   a.q_pos = a.k_pos = iota_positions(0, p.seq);
-  a.causal = p.causal;
+  a.mask = p.mask();
   a.scale = p.scale;
+  a.padding = p.documents().padding_spans();
   return a;
 }
 
-AttentionProblem attention_problem(const AttentionShape& sh, bool causal, DType dtype, std::uint64_t seed,
+AttentionProblem attention_problem(const AttentionShape& sh, const Mask& mask, DType dtype, std::uint64_t seed,
                                    double scale) {
   AttentionProblem p;
   p.shape = sh;
-  p.causal = causal;
+  p.mask = mask;
   p.scale = scale;
-  p.q = seeded_rows(seed, Input::q, sh.B, sh.Sq, sh.Nq * sh.D, {{0, sh.Sq}}, dtype);
-  p.k = seeded_rows(seed, Input::k, sh.B, sh.Sk, sh.Nkv * sh.D, {{0, sh.Sk}}, dtype);
-  p.v = seeded_rows(seed, Input::v, sh.B, sh.Sk, sh.Nkv * sh.D, {{0, sh.Sk}}, dtype);
-  p.dout = seeded_rows(seed, Input::dout, sh.B, sh.Sq, sh.Nq * sh.D, {{0, sh.Sq}}, dtype);
+  p.q = seeded_rows(seed, Input::q, sh.B, sh.Sq, sh.Nq * sh.D, Positions::range(0, sh.Sq), dtype);
+  p.k = seeded_rows(seed, Input::k, sh.B, sh.Sk, sh.Nkv * sh.D, Positions::range(0, sh.Sk), dtype);
+  p.v = seeded_rows(seed, Input::v, sh.B, sh.Sk, sh.Nkv * sh.D, Positions::range(0, sh.Sk), dtype);
+  p.dout = seeded_rows(seed, Input::dout, sh.B, sh.Sq, sh.Nq * sh.D, Positions::range(0, sh.Sq), dtype);
   p.q_pos = iota_positions(0, sh.Sq);
   p.k_pos = iota_positions(0, sh.Sk);
   return p;

@@ -34,12 +34,12 @@ Inputs rank_inputs(const Problem& p, std::uint64_t seed, int rank, bool with_dou
 Inputs global_inputs(const Problem& p, std::uint64_t seed, bool with_dout);
 
 // A run's whole problem as one device sees it: these global inputs at positions 0..S-1 on both sides, with the
-// run's mask and scale (what a run's check compares with the reference).
+// run's mask and scale and its document padding left out (what a run's check compares with the reference).
 AttentionProblem whole_problem(const Problem& p, Inputs global);
 
 // A single-device problem (`cpsim attention`, the kernel tests and benchmarks): q, dout [B, Sq, Nq, D] and
 // k, v [B, Sk, Nkv, D] by the same definition (Sq rows for q, Sk for k), positions 0.. on both sides.
-AttentionProblem attention_problem(const AttentionShape& shape, bool causal, DType dtype, std::uint64_t seed,
+AttentionProblem attention_problem(const AttentionShape& shape, const Mask& mask, DType dtype, std::uint64_t seed,
                                    double scale = 0);
 
 }  // namespace cpsim

@@ -34,6 +34,12 @@ std::string encode_run(const RunConfig& c) {
   w.put(p.ranks);
   w.put(p.a2a);
   w.put(p.kv_replicate);
+  w.put(p.docs.lengths);
+  w.put(p.docs.random);
+  w.put(p.docs.seed);
+  w.put(p.docs.pad);
+  w.put(p.window);
+  w.put(p.chunk);
   w.put(static_cast<std::uint8_t>(c.backend));
   w.put(c.device.kernel);
   w.put(c.backward);
@@ -61,6 +67,12 @@ RunConfig decode_run(const std::string& bytes) {
   r.get(p.ranks);
   r.get(p.a2a);
   r.get(p.kv_replicate);
+  r.get(p.docs.lengths);
+  r.get(p.docs.random);
+  r.get(p.docs.seed);
+  r.get(p.docs.pad);
+  r.get(p.window);
+  r.get(p.chunk);
   c.backend = static_cast<Backend>(r.get<std::uint8_t>());
   r.get(c.device.kernel);
   r.get(c.backward);

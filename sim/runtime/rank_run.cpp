@@ -17,7 +17,7 @@ std::string RankResult::serialize() const {
   w.put(dv);
   w.put(lse_heads);
   w.put(lse_head0);
-  w.put(lse_positions);
+  w.put(lse_positions.runs());
   return w.take();
 }
 
@@ -31,7 +31,9 @@ RankResult RankResult::deserialize(const std::string& bytes) {
   r.get(x.dv);
   r.get(x.lse_heads);
   r.get(x.lse_head0);
-  r.get(x.lse_positions);
+  std::vector<PosRun> runs;
+  r.get(runs);
+  for (const PosRun& run : runs) x.lse_positions.append(run);
   return x;
 }
 
@@ -43,7 +45,7 @@ std::string run_rank(const RunConfig& cfg, Communicator& comm) {
   const auto dev_owner = make_device(built_in_backend(cfg.backend).device, rec, cfg.device);
   Device& dev = *dev_owner;
   const int r = comm.rank();
-  const std::int64_t s = SeqLayout(p.ranks, p.seq, p.sharding).local_len();
+  const std::int64_t s = p.seq / p.ranks;  // S/C rows on every rank, in every sharding
   const Dims qd{p.batch, s, p.heads, p.head_dim}, kd{p.batch, s, p.kv_heads, p.head_dim};
 
   // 1. This rank's shard of the seeded inputs, made straight into its buffers.   q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]

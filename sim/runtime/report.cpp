@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <sstream>
 
-
 namespace cpsim {
 
 namespace {
@@ -18,12 +17,6 @@ std::string fmt(const char* f, double v) {
 
 std::string pad(std::string s, std::size_t w) {
   if (s.size() < w) s.append(w - s.size(), ' ');
-  return s;
-}
-
-std::string spans_text(const std::vector<Span>& spans) {
-  std::string s;
-  for (const Span& sp : spans) s += (s.empty() ? "" : " ") + ("[" + std::to_string(sp.lo) + "," + std::to_string(sp.hi) + ")");
   return s;
 }
 
@@ -78,18 +71,22 @@ std::string format_report(const RunResult& r) {
     const int A = p.a2a_size(cfg.strategy);
     os << " (A2A " << A << " x ring " << p.ranks / A << ")";
   }
-  os << ", " << sharding_name(p.sharding) << " sharding, C=" << p.ranks << " ranks on " << backend_name(cfg.backend)
+  const Documents docs = p.documents();
+  os << ", " << p.layout().describe() << " sharding, C=" << p.ranks << " ranks on " << backend_name(cfg.backend)
      << "\n  B=" << p.batch << " S=" << p.seq << " Nq=" << p.heads << " Nkv=" << p.kv_heads << " D=" << p.head_dim
-     << " " << dtype_name(p.dtype) << (p.causal ? " causal" : " full") << (cfg.backward ? ", forward+backward" : ", forward")
-     << (p.replicates_kv(cfg.strategy) ? ", KV heads replicated" : "") << ", seed " << cfg.seed << "\n\n";
+     << " " << dtype_name(p.dtype) << " " << p.mask().describe() << (cfg.backward ? ", forward+backward" : ", forward")
+     << (p.replicates_kv(cfg.strategy) ? ", KV heads replicated" : "") << ", seed " << cfg.seed << "\n";
+  if (!docs.empty())
+    os << "  " << docs.describe() << (docs.padding() > 0 ? "; padding left out of the check" : "") << "\n";
+  os << "\n";
 
   std::size_t pos_w = 19;  // wide enough for the longest positions text, and at least the header's width
-  for (const RankReport& rk : r.ranks) pos_w = std::max(pos_w, spans_text(rk.spans).size() + 1);
+  for (const RankReport& rk : r.ranks) pos_w = std::max(pos_w, rk.positions.text().size() + 1);
   os << "rank  " << pad("positions", pos_w) << "fwd pairs    " << (cfg.backward ? "bwd pairs    " : "")
      << "sent        received    peak held   fwd ms   " << (cfg.backward ? "bwd ms   " : "") << "idle ms\n";
   for (const RankReport& rk : r.ranks) {
     const Recorder& s = rk.stats;
-    os << pad(std::to_string(rk.rank), 6) << pad(spans_text(rk.spans), pos_w)
+    os << pad(std::to_string(rk.rank), 6) << pad(rk.positions.text(), pos_w)
        << pad(std::to_string(phase_work(s, "forward").pairs), 13);
     if (cfg.backward) os << pad(std::to_string(phase_work(s, "backward").pairs), 13);
     os << pad(format_bytes(static_cast<double>(s.comm_counts().bytes_sent)), 12)
@@ -125,6 +122,15 @@ std::string format_report(const RunResult& r) {
       }
       os << "  " << phase_work(rk.stats, phase).pairs << "\n";
     }
+    std::int64_t most = 0, all = 0;
+    for (const RankReport& rk : r.ranks) {
+      most = std::max(most, phase_work(rk.stats, phase).pairs);
+      all += phase_work(rk.stats, phase).pairs;
+    }
+    if (all > 0)
+      os << "  imbalance (max/mean of the totals): "
+         << fmt("%.2f", static_cast<double>(most) * static_cast<double>(r.ranks.size()) / static_cast<double>(all))
+         << "\n";
   }
   if (r.check.ran) os << "\n" << format_check(r);
   return os.str();
@@ -139,6 +145,14 @@ void write_json(JsonWriter& j, const RunResult& r) {
   j.key("ranks").value(p.ranks).key("a2a").value(p.a2a_size(cfg.strategy)).key("kv_replicate").value(p.kv_replicate);
   j.key("batch").value(p.batch).key("seq").value(p.seq).key("heads").value(p.heads).key("kv_heads").value(p.kv_heads);
   j.key("head_dim").value(p.head_dim).key("dtype").value(dtype_name(p.dtype)).key("causal").value(p.causal);
+  const Documents docs = p.documents();
+  j.key("mask").value(p.mask().describe()).key("window").value(p.window);
+  j.key("layout").value(p.layout().describe());
+  if (p.sharding == Sharding::balanced) j.key("chunk").value(p.layout().balance_chunk());
+  if (!docs.empty()) {
+    j.key("documents").array(docs.lengths).key("padded_documents").array(docs.padded);
+    j.key("padding").value(docs.padding());
+  }
   j.key("backend").value(backend_name(cfg.backend)).key("backward").value(cfg.backward);
   j.key("seed").value(static_cast<std::int64_t>(cfg.seed));
   if (!cfg.machine.empty()) j.key("machine").value(cfg.machine);  // modeled, not measured
@@ -148,7 +162,7 @@ void write_json(JsonWriter& j, const RunResult& r) {
     const Recorder& s = rk.stats;
     j.begin_object().key("rank").value(rk.rank);
     j.key("positions").begin_array();
-    for (const Span& sp : rk.spans) j.begin_array().value(sp.lo).value(sp.hi).end_array();
+    for (const Span& sp : rk.positions.spans()) j.begin_array().value(sp.lo).value(sp.hi).end_array();
     j.end_array();
     j.key("work").begin_object();
     for (const char* phase : {"forward", "backward"}) {
@@ -158,7 +172,8 @@ void write_json(JsonWriter& j, const RunResult& r) {
       j.key("tiles_computed").value(w.tiles_computed).key("tiles_skipped").value(w.tiles_skipped);
       j.key("per_step").begin_array();
       for (const auto& sw : s.step_work())
-        if (sw.phase == phase) j.begin_object().key("step").value(sw.step).key("pairs").value(sw.work.pairs).end_object();
+        if (sw.phase == phase)
+          j.begin_object().key("step").value(sw.step).key("pairs").value(sw.work.pairs).end_object();
       j.end_array().end_object();
     }
     j.end_object();

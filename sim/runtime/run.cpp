@@ -22,17 +22,23 @@ std::string one_of(const std::vector<std::string>& names) {
   return s;
 }
 
-// The backend must be built in, and its device must compute in the problem's dtype.
+// The backend must be built in, and its device must compute in the problem's dtype and implement its mask.
 void check_backend(const RunConfig& cfg) {
   const std::string& device = built_in_backend(cfg.backend).device;
   const DeviceInfo& info = device_info(device);
+  if (!info.any_mask) {
+    const Mask mask = cfg.problem.mask();
+    require(mask.plain(), "the " + device + " device implements the causal and full masks, not " + mask.describe(),
+            use({"--backend threads or processes for documents and windows"}));
+  }
   if (computes_in(info, cfg.problem.dtype)) return;
   std::vector<std::string> fix;
   for (DType t : info.dtypes) fix.emplace_back(dtype_name(t));
   const std::string dtype(dtype_name(cfg.problem.dtype));
   throw UsageError((cfg.problem.dtype == DType::bf16 ? std::string("bf16 needs a GPU device")
                                                      : dtype + " is not computed by the " + device + " device") +
-                   "; " + use({"--dtype " + one_of(fix) + " on the " + std::string(backend_name(cfg.backend)) + " backend"}));
+                   "; " +
+                   use({"--dtype " + one_of(fix) + " on the " + std::string(backend_name(cfg.backend)) + " backend"}));
 }
 
 // The backend's device must offer the kernels asked for (--kernel), and they must take the problem.
@@ -64,11 +70,12 @@ void check_kernel(const RunConfig& cfg) {
 
 // x's [B, nh, n] LSE, for heads [h0, h0 + nh) at the n listed positions, into lse [B, Nq, S].
 void place_lse(const Problem& p, const RankResult& x, std::vector<double>& lse) {
-  const auto n = static_cast<std::int64_t>(x.lse_positions.size());
+  const std::vector<std::int64_t> pos = x.lse_positions.expand();
+  const auto n = static_cast<std::int64_t>(pos.size());
   for (std::int64_t b = 0; b < p.batch; ++b)
     for (std::int64_t h = 0; h < x.lse_heads; ++h)
       for (std::int64_t i = 0; i < n; ++i)
-        lse[static_cast<std::size_t>((b * p.heads + x.lse_head0 + h) * p.seq + x.lse_positions[i])] =
+        lse[static_cast<std::size_t>((b * p.heads + x.lse_head0 + h) * p.seq + pos[static_cast<std::size_t>(i)])] =
             x.lse[static_cast<std::size_t>((b * x.lse_heads + h) * n + i)];
 }
 
@@ -119,11 +126,11 @@ RunResult run(const RunConfig& cfg) {
   if (outcomes.empty()) return result;  // not the reporting rank (MPI)
 
   // 2. Gather every rank's result and Recorder.
-  const SeqLayout L(p.ranks, p.seq, p.sharding);
+  const SeqLayout L = p.layout();
   std::vector<RankResult> rr;
   for (auto& o : outcomes) {
     rr.push_back(RankResult::deserialize(o.result));
-    result.ranks.push_back(RankReport{o.rank, L.spans(o.rank), std::move(o.stats)});
+    result.ranks.push_back(RankReport{o.rank, L.positions(o.rank), std::move(o.stats)});
   }
 
   // 3. Assemble every rank's rows in global sequence order, beside the inputs.

@@ -48,7 +48,7 @@ struct GlobalTensors {
 
 struct RankReport {
   int rank = 0;
-  std::vector<Span> spans;  // the positions the rank owns
+  Positions positions;  // the positions the rank owns
   Recorder stats;
 };
 

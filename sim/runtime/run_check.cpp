@@ -13,7 +13,7 @@ CheckReport check_run(const RunConfig& cfg, const GlobalTensors& t) {
   const AttentionProblem whole = whole_problem(p, Inputs{t.q, t.k, t.v, t.dout});
   const RefForward got_f{t.out, t.lse};
   const RefBackward got_b{t.dq, t.dk, t.dv};
-  const SeqLayout L(p.ranks, p.seq, p.sharding);
+  const SeqLayout L = p.layout();
   std::vector<std::vector<Span>> owners;
   for (int r = 0; r < p.ranks; ++r) owners.push_back(L.spans(r));
   return check_against_reference(whole, rule, got_f, cfg.backward ? &got_b : nullptr, &owners);

@@ -160,6 +160,8 @@ std::vector<StepFrame> step_frames(const RunResult& r) {
 Grid step_grid(const StepFrame& f, const SeqLayout& L) {
   const int n = 2 * L.ranks();
   Grid g(static_cast<std::size_t>(n), std::vector<GridCell>(static_cast<std::size_t>(n)));
+  for (int qc = 0; qc < n; ++qc)
+    for (int kc = qc + 1; kc < n; ++kc) g[static_cast<std::size_t>(qc)][static_cast<std::size_t>(kc)].masked = true;
   for (const RankStep& rs : f.ranks)
     for (const BlockDone& b : rs.blocks) {
       if (b.kind == BlockKind::skipped) continue;
@@ -175,8 +177,7 @@ Grid step_grid(const StepFrame& f, const SeqLayout& L) {
 }
 
 std::vector<std::string> frame_pages(const StepFrame& f, const RunResult& r, int max_lines) {
-  const Problem& p = r.config.problem;
-  const SeqLayout L(p.ranks, p.seq, p.sharding);
+  const SeqLayout L = r.config.problem.layout();
   int steps = 0;  // the phase's step marks, whether or not a step computed anything
   for (const RankReport& rk : r.ranks)
     for (const TraceEvent& e : rk.stats.events())

@@ -3,16 +3,17 @@
 // Forward (rank r, local rows = its chunks in ascending order):
 //   1. all-gather k and v: [B, s, Nkv, D] -> [C][B, s, Nkv, D] in rank order
 //   2. reorder rank order -> sequence order: [B, S, Nkv, D] (zigzag C=4 gathers chunks 0,7,1,6,2,5,3,4)
-//   3. each local Q chunk c attends to the K/V prefix that ends with it, [0, end of c): the mask is aligned
-//      bottom-right, so the result is final and no merge is needed
+//   3. each local run of Q rows attends to the K/V range its rows can see, [lo(first row), hi(last row)] (causal:
+//      the prefix that ends with the run; mask.hpp), under the mask: the result is final and no merge is needed
 // Backward:
 //   1. re-gather and reorder k and v (the forward did not keep the full copies)
-//   2. each local Q chunk accumulates partial dK/dV over its prefix into full-sequence buffers [B, S, Nkv, D];
+//   2. each local run of Q rows accumulates partial dK/dV over its key range into full-sequence buffers [B, S, Nkv, D];
 //      dQ is complete locally (a query only ever ran on its owner)
 //   3. reorder the partial dK/dV into rank order and reduce-scatter them: rank r receives the sum of every
 //      rank's contribution to its own rows
 // Communication: forward 2 all-gathers; backward 2 all-gathers + 2 reduce-scatters. Memory: every rank holds
 // full-length K and V (and full-length partial dK/dV in backward): O(S), not O(S/C).
+#include <algorithm>
 #include <memory>
 
 #include "sim/strategies/strategy.hpp"
@@ -23,7 +24,7 @@ namespace {
 class AllGatherStrategy : public Strategy {
  public:
   AllGatherStrategy(Communicator& comm, Device& dev, const Problem& p)
-      : comm_(comm), dev_(dev), p_(p), layout_(p.ranks, p.seq, p.sharding) {}
+      : comm_(comm), dev_(dev), p_(p), mask_(p.mask()), layout_(p.layout()) {}
 
   LocalOutput forward(const Buffer& q, const Buffer& k, const Buffer& v) override {
     q_ = q;
@@ -37,10 +38,9 @@ class AllGatherStrategy : public Strategy {
     o.lse = dev_.alloc({q.dims().b, q.dims().s, q.dims().n, 1}, q.dtype(), Layout::bns, "lse");  // [B, Nq, s]
     o.lse_positions = layout_.positions(comm_.rank());
     for (const Chunk& c : local_chunks()) {
-      const AttentionOptions opt{p_.causal, p_.scale, std::nullopt};
-      const std::int64_t nk = p_.causal ? c.span.hi : p_.seq;  // the visible prefix
-      dev_.attention_forward(View(q).rows(c.row, c.len()), c.positions, View(k_full).rows(0, nk),
-                             View(v_full).rows(0, nk), iota_positions(0, nk), View(o.out).rows(c.row, c.len()),
+      const AttentionOptions opt{mask_, p_.scale, std::nullopt};
+      dev_.attention_forward(View(q).rows(c.row, c.len()), c.positions, View(k_full).rows(c.k0, c.nk),
+                             View(v_full).rows(c.k0, c.nk), iota_positions(c.k0, c.nk), View(o.out).rows(c.row, c.len()),
                              View(o.lse).rows(c.row, c.len()), opt);
     }
     out_ = o.out;
@@ -59,12 +59,11 @@ class AllGatherStrategy : public Strategy {
     Buffer dk_full = dev_.alloc({kd.b, p_.seq, kd.n, kd.d}, acc, Layout::bsnd, "dk_full");  // partial, [B, S, Nkv, D]
     Buffer dv_full = dev_.alloc(dk_full.dims(), acc, Layout::bsnd, "dv_full");
     for (const Chunk& c : local_chunks()) {
-      const AttentionOptions opt{p_.causal, p_.scale, std::nullopt};
-      const std::int64_t nk = p_.causal ? c.span.hi : p_.seq;
+      const AttentionOptions opt{mask_, p_.scale, std::nullopt};
       const auto rows = [&](const Buffer& b) { return View(b).rows(c.row, c.len()); };
-      dev_.attention_backward(rows(q_), c.positions, View(k_full).rows(0, nk), View(v_full).rows(0, nk),
-                              iota_positions(0, nk), rows(out_), rows(lse_), rows(dout), rows(g.dq),
-                              View(dk_full).rows(0, nk), View(dv_full).rows(0, nk), opt);
+      const auto keys = [&](const Buffer& b) { return View(b).rows(c.k0, c.nk); };
+      dev_.attention_backward(rows(q_), c.positions, keys(k_full), keys(v_full), iota_positions(c.k0, c.nk),
+                              rows(out_), rows(lse_), rows(dout), rows(g.dq), keys(dk_full), keys(dv_full), opt);
     }
     comm_.recorder().step(2);
     g.dk = reduce_scatter_from_sequence_order(dk_full, "dk");
@@ -74,18 +73,25 @@ class AllGatherStrategy : public Strategy {
 
  private:
   struct Chunk {
-    Span span;               // global positions [lo, hi)
-    std::int64_t row = 0;    // first local row
-    Positions positions;
-    std::int64_t len() const { return span.hi - span.lo; }
+    std::int64_t row = 0;     // first local row
+    Positions positions;      // the rows' positions: one run (a chunk, or a striped rank's every C-th token)
+    std::int64_t k0 = 0, nk = 0;  // the keys its rows can see: positions [k0, k0 + nk)
+    std::int64_t len() const { return positions.size(); }
   };
 
+  // One chunk per run of the rank's positions, with the key range its rows see: lo of its first row to hi of its
+  // last (lo and hi never decrease), inside the sequence.
   std::vector<Chunk> local_chunks() const {
     std::vector<Chunk> out;
     std::int64_t row = 0;
-    for (const Span& sp : layout_.spans(comm_.rank())) {
-      out.push_back(Chunk{sp, row, iota_positions(sp.lo, sp.hi - sp.lo)});
-      row += sp.hi - sp.lo;
+    const Positions mine = layout_.positions(comm_.rank());
+    for (const PosRun& run : mine.runs()) {
+      Chunk c{row, Positions()};
+      c.positions.append(run);
+      c.k0 = std::max<std::int64_t>(0, mask_.lo(run.first));
+      c.nk = std::min<std::int64_t>(p_.seq, mask_.hi(run.last()) + 1) - c.k0;
+      out.push_back(std::move(c));
+      row += run.count;
     }
     return out;
   }
@@ -97,13 +103,11 @@ class AllGatherStrategy : public Strategy {
     Buffer gathered = dev_.alloc({C * d.b, d.s, d.n, d.d}, x.dtype(), Layout::bsnd, name + ".rank_order");
     comm_.all_gather(x.data(), gathered.data(), x.bytes());
     Buffer full = dev_.alloc({d.b, p_.seq, d.n, d.d}, x.dtype(), Layout::bsnd, name);
-    for (int r = 0; r < C; ++r) {  // rank r's rows go to its positions
-      std::int64_t row = 0;
-      for (const Span& sp : layout_.spans(r)) {
-        dev_.copy(View(full).rows(sp.lo, sp.hi - sp.lo), View(gathered).batches(r * d.b, d.b).rows(row, sp.hi - sp.lo));
-        row += sp.hi - sp.lo;
-      }
-    }
+    for (int r = 0; r < C; ++r)  // rank r's rows go to its positions (striped: every C-th row)
+      for_each_progression(layout_.positions(r), [&](std::int64_t row, std::int64_t first, std::int64_t n,
+                                                     std::int64_t step) {
+        dev_.copy(View(full).strided_rows(first, n, step), View(gathered).batches(r * d.b, d.b).rows(row, n));
+      });
     return full;
   }
 
@@ -113,13 +117,11 @@ class AllGatherStrategy : public Strategy {
     const int C = comm_.size();
     const std::int64_t s = layout_.local_len();
     Buffer rank_order = dev_.alloc({C * d.b, s, d.n, d.d}, partial.dtype(), Layout::bsnd, name + ".rank_order");
-    for (int r = 0; r < C; ++r) {
-      std::int64_t row = 0;
-      for (const Span& sp : layout_.spans(r)) {
-        dev_.copy(View(rank_order).batches(r * d.b, d.b).rows(row, sp.hi - sp.lo), View(partial).rows(sp.lo, sp.hi - sp.lo));
-        row += sp.hi - sp.lo;
-      }
-    }
+    for (int r = 0; r < C; ++r)
+      for_each_progression(layout_.positions(r), [&](std::int64_t row, std::int64_t first, std::int64_t n,
+                                                     std::int64_t step) {
+        dev_.copy(View(rank_order).batches(r * d.b, d.b).rows(row, n), View(partial).strided_rows(first, n, step));
+      });
     Buffer mine = dev_.alloc({d.b, s, d.n, d.d}, partial.dtype(), Layout::bsnd, name);
     comm_.reduce_scatter(rank_order.data(), mine.data(), static_cast<std::size_t>(mine.numel()), partial.dtype());
     return mine;
@@ -128,6 +130,7 @@ class AllGatherStrategy : public Strategy {
   Communicator& comm_;
   Device& dev_;
   Problem p_;
+  Mask mask_;
   SeqLayout layout_;
   Buffer q_, k_, v_, out_, lse_;  // saved for backward
 };

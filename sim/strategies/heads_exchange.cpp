@@ -1,7 +1,5 @@
 #include "sim/strategies/heads_exchange.hpp"
 
-#include <algorithm>
-
 #include "sim/core/error.hpp"
 
 namespace cpsim {
@@ -12,19 +10,22 @@ HeadsExchange::HeadsExchange(Communicator& group, Device& dev, const SeqLayout& 
   if (replicate_kv && group.size() % kv_heads != 0)
     throw Error("KV replication needs the group size to be a multiple of Nkv (A=" + std::to_string(group.size()) +
                 ", Nkv=" + std::to_string(kv_heads) + ")");
-  for (int m : members) {
-    const Positions p = fine.positions(m);
-    group_positions_.insert(group_positions_.end(), p.begin(), p.end());
-  }
-  std::sort(group_positions_.begin(), group_positions_.end());
+  const int A = group.size();
+  if (members.empty() || static_cast<int>(members.size()) != A || members.front() % A != 0)
+    throw Error("an A2A group is A consecutive ranks starting at a multiple of A");
+  // The group's rows: what its rank owns in the layout of C/A groups (ascending; the members' rows interleaved).
+  group_positions_ = fine.grouped(A).positions(members.front() / A);
+  // Each progression of a member's rows lands on a progression of the group's rows.
   for (int m : members) {
     std::vector<Run> runs;
-    std::int64_t local = 0;
-    for (const Span& sp : fine.spans(m)) {
-      const auto at = std::lower_bound(group_positions_.begin(), group_positions_.end(), sp.lo);
-      runs.push_back(Run{local, at - group_positions_.begin(), sp.hi - sp.lo});
-      local += sp.hi - sp.lo;
-    }
+    for_each_progression(fine.positions(m),
+                         [&](std::int64_t row, std::int64_t first, std::int64_t n, std::int64_t step) {
+                           const std::int64_t at = group_positions_.lower_bound(first);
+                           const std::int64_t every = n > 1 ? group_positions_.lower_bound(first + step) - at : 1;
+                           if (group_positions_.at(at + (n - 1) * every) != first + (n - 1) * step)
+                             throw Error("a member's rows do not fall on a progression of its group's rows");
+                           runs.push_back(Run{row, at, n, every});
+                         });
     runs_.push_back(std::move(runs));
   }
 }
@@ -43,7 +44,8 @@ Buffer HeadsExchange::seq_to_heads(const Buffer& x, const std::string& name) con
   Buffer y = dev_.alloc({d.b, A * d.s, nh, d.d}, x.dtype(), Layout::bsnd, name);
   for (int p = 0; p < A; ++p)
     for (const Run& r : runs_[p])
-      dev_.copy(View(y).rows(r.group_row, r.len), View(recv).batches(p * d.b, d.b).rows(r.local_row, r.len));
+      dev_.copy(View(y).strided_rows(r.group_row, r.len, r.group_step),
+                View(recv).batches(p * d.b, d.b).rows(r.local_row, r.len));
   return y;
 }
 
@@ -55,7 +57,8 @@ Buffer HeadsExchange::heads_to_seq(const Buffer& y, const std::string& name) con
   Buffer send = dev_.alloc({A * d.b, s, d.n, d.d}, y.dtype(), Layout::bsnd, name + ".a2a_send");
   for (int p = 0; p < A; ++p)
     for (const Run& r : runs_[p])
-      dev_.copy(View(send).batches(p * d.b, d.b).rows(r.local_row, r.len), View(y).rows(r.group_row, r.len));
+      dev_.copy(View(send).batches(p * d.b, d.b).rows(r.local_row, r.len),
+                View(y).strided_rows(r.group_row, r.len, r.group_step));
   // 2. Exchange: chunk p received holds my rows for member p's heads.
   Buffer recv = dev_.alloc(send.dims(), y.dtype(), Layout::bsnd, name + ".a2a_recv");
   group_.all_to_all(send.data(), recv.data(), send.bytes() / static_cast<std::size_t>(A));

@@ -25,8 +25,9 @@ namespace cpsim {
 class HeadsExchange {
  public:
   // group: the A2A communicator; member p of the group is rank members[p] of `fine` (rank_range(g A, A) for group
-  // g). replicate_kv: copy each of the kv_heads KV heads onto A/Nkv members before the all-to-all
-  // (Problem::replicates_kv); kv_heads matters only then.
+  // g). Its rows are fine.grouped(A).positions(g): contiguous or zigzag chunks, or, with striped sharding, the
+  // members' rows interleaved. replicate_kv: copy each of the kv_heads KV heads onto A/Nkv members before the
+  // all-to-all (Problem::replicates_kv); kv_heads matters only then.
   HeadsExchange(Communicator& group, Device& dev, const SeqLayout& fine, const std::vector<int>& members,
                 std::int64_t kv_heads = 0, bool replicate_kv = false);
 
@@ -47,10 +48,11 @@ class HeadsExchange {
   int member() const { return group_.rank(); }
 
  private:
-  struct Run {
+  struct Run {  // len rows of a member: local rows [local_row, +len) are group rows group_row, + group_step, ...
     std::int64_t local_row;  // first row in the member's local rows
     std::int64_t group_row;  // first row in the group's ascending rows
     std::int64_t len;
+    std::int64_t group_step;  // 1, except where the members' rows interleave (striped sharding)
   };
   Buffer kv_to_heads(const Buffer& kv, const std::string& name) const;    // replicated first when asked
   Buffer sum_replicas(const Buffer& rep, const std::string& name) const;  // [B, s, A, D] -> [B, s, Nkv, D]

@@ -4,8 +4,8 @@
 //   C=8, A=2, R=4: A2A groups [0,1] [2,3] [4,5] [6,7]; rings [0,2,4,6] [1,3,5,7].
 // Forward on rank r (A2A group g = r / A, member a = r % A), marked as steps as Ulysses marks its own:
 //   step 0         A2A q, k, v inside the group: [B, S/C, N, D] -> [B, S/R, N/A, D]. The group's rows are exactly
-//                  the rows rank g owns in an R-rank layout (with zigzag: chunks g and 2R-1-g of an A times
-//                  coarser zigzag)
+//                  the rows rank g owns in an R-rank layout (SeqLayout::grouped: with zigzag, chunks g and 2R-1-g of
+//                  an A times coarser zigzag; with striped, stripes A tokens wide)
 //   steps 1..R     ring attention over the R groups on that coarse layout, for this member's N/A heads
 //   step R+1       A2A the output back: [B, S/R, N/A, D] -> [B, S/C, N, D]
 // Backward: step 0 A2A dout, steps 1..R the ring backward, step R+1 A2A dq, dk, dv.
@@ -29,9 +29,10 @@ class HybridStrategy : public Strategy {
         R_(p.ranks / A_),
         a2a_comm_(comm.split(comm.rank() / A_, comm.rank() % A_)),
         ring_comm_(comm.split(comm.rank() % A_, comm.rank() / A_)),
-        a2a_(*a2a_comm_, dev, SeqLayout(p.ranks, p.seq, p.sharding), rank_range(comm.rank() / A_ * A_, A_), p.kv_heads,
+        fine_(p.layout()),
+        a2a_(*a2a_comm_, dev, fine_, rank_range(comm.rank() / A_ * A_, A_), p.kv_heads,
              p.replicates_kv(StrategyKind::hybrid)),
-        ring_(*ring_comm_, dev, SeqLayout(R_, p.seq, p.sharding), p.causal, p.scale) {}
+        ring_(*ring_comm_, dev, fine_.grouped(A_), p.mask(), p.scale) {}
 
   LocalOutput forward(const Buffer& q, const Buffer& k, const Buffer& v) override {
     // 0. Inside the A2A group: sequence sharding -> head sharding.   [B, S/C, N, D] -> [B, S/R, N/A, D]
@@ -59,6 +60,7 @@ class HybridStrategy : public Strategy {
   Problem p_;
   int A_, R_;
   std::unique_ptr<Communicator> a2a_comm_, ring_comm_;
+  SeqLayout fine_;  // the inputs' C-rank layout; the ring runs on fine_.grouped(A)
   HeadsExchange a2a_;
   RingAttention ring_;
 };

@@ -3,7 +3,8 @@
 // Forward (rank r of R, step i = 0..R-1, the K/V held at step i belongs to owner o = (r - i) mod R):
 //   1. pack k and v into one buffer kv: [2B, s, Nkv, D] (batches [0,B) = k, [B,2B) = v)
 //   2. start sending kv to r+1 and receiving the next kv from r-1 (double buffer), before computing
-//   3. compute the visible sub-block of Q x KV(o) (visible_block, ring.hpp), merge it into (out, lse) by logaddexp
+//   3. compute the visible sub-block of Q x KV(o) under the mask (visible_block, ring.hpp), merge it into (out, lse)
+//      by logaddexp
 //   4. wait for the exchange, swap buffers; after R-1 exchanges every Q has seen every K/V
 //   lse = logaddexp(lse_a, lse_b);  out = exp(lse_a - lse) out_a + exp(lse_b - lse) out_b   (Device::merge)
 //
@@ -29,27 +30,55 @@ constexpr int kTagKv = 11;
 constexpr int kTagDkv = 12;
 }  // namespace
 
-RingBlock visible_block(const SeqLayout& layout, int rank, int owner, bool causal) {
-  const std::int64_t s = layout.local_len(), t = layout.chunk_len();
-  if (!causal) return {0, s, s, BlockKind::full};
-  if (owner == rank) return {0, s, s, BlockKind::diagonal};
-  if (layout.sharding() == Sharding::zigzag)
-    return owner < rank ? RingBlock{0, s, t, BlockKind::half_kv} : RingBlock{t, t, s, BlockKind::half_q};
-  return owner < rank ? RingBlock{0, s, s, BlockKind::full} : RingBlock{};
+RingBlock visible_block(const SeqLayout& layout, int rank, int owner, const Mask& mask) {
+  const Positions q = layout.positions(rank), k = layout.positions(owner);
+  const std::int64_t pairs = visible_pairs(q, k, mask);
+  if (pairs == 0) return {};
+  // 1. The query rows that can see a key of the owner, then the keys those rows can see (lo, hi monotone).
+  const auto first_row = [&](auto pred) {  // the first row i with pred(q_i); q.size() when none
+    std::int64_t a = 0, b = q.size();
+    while (a < b) {
+      const std::int64_t m = (a + b) / 2;
+      if (pred(q.at(m)))
+        b = m;
+      else
+        a = m + 1;
+    }
+    return a;
+  };
+  const std::int64_t q0 = first_row([&](std::int64_t p) { return mask.hi(p) >= k.front(); });
+  const std::int64_t q1 = first_row([&](std::int64_t p) { return mask.lo(p) > k.back(); });
+  const std::int64_t k0 = k.lower_bound(mask.lo(q.at(q0))), k1 = k.upper_bound(mask.hi(q.at(q1 - 1)));
+  RingBlock b{q0, q1 - q0, k0, k1 - k0, BlockKind::partial};
+  // 2. Its label: every pair of the box visible (full, or TE's half-kv / half-q blocks), the diagonal, or partial.
+  const std::int64_t s = layout.local_len();
+  if (pairs == b.nq * b.nk)
+    b.kind = b.nq == s && b.nk < s && k0 == 0 ? BlockKind::half_kv
+             : b.nq < s && b.nk == s          ? BlockKind::half_q
+                                              : BlockKind::full;
+  else if (owner == rank)
+    b.kind = BlockKind::diagonal;
+  return b;
 }
 
-RingAttention::RingAttention(Communicator& ring, Device& dev, const SeqLayout& layout, bool causal, double scale)
-    : ring_(ring), dev_(dev), layout_(layout), causal_(causal), scale_(scale), rank_(ring.rank()), size_(ring.size()) {}
+RingAttention::RingAttention(Communicator& ring, Device& dev, const SeqLayout& layout, Mask mask, double scale)
+    : ring_(ring),
+      dev_(dev),
+      layout_(layout),
+      mask_(std::move(mask)),
+      scale_(scale),
+      rank_(ring.rank()),
+      size_(ring.size()) {}
 
 void RingAttention::forward_block(int owner, const Buffer& kv, Buffer& out, Buffer& lse, Buffer& tile_out,
                                   Buffer& tile_lse, bool first) {
   const Positions q_pos = layout_.positions(rank_), k_pos = layout_.positions(owner);
-  const RingBlock b = visible_block(layout_, rank_, owner, causal_);
+  const RingBlock b = visible_block(layout_, rank_, owner, mask_);
   if (b.kind == BlockKind::skipped) return dev_.record_skip(q_pos, k_pos, "attention_forward");
-  const View q = View(q_).rows(b.q0, b.nq), k = View(kv).batches(0, batch_).rows(0, b.nk),
-             v = View(kv).batches(batch_, batch_).rows(0, b.nk);
-  const Positions qp = slice(q_pos, b.q0, b.nq), kp = slice(k_pos, 0, b.nk);
-  const AttentionOptions opt{causal_, scale_, b.kind};
+  const View q = View(q_).rows(b.q0, b.nq), k = View(kv).batches(0, batch_).rows(b.k0, b.nk),
+             v = View(kv).batches(batch_, batch_).rows(b.k0, b.nk);
+  const Positions qp = slice(q_pos, b.q0, b.nq), kp = slice(k_pos, b.k0, b.nk);
+  const AttentionOptions opt{mask_, scale_, b.kind};
   if (first) {  // step 0 (always the diagonal block) writes straight into (out, lse)
     dev_.attention_forward(q, qp, k, v, kp, View(out).rows(b.q0, b.nq), View(lse).rows(b.q0, b.nq), opt);
     return;
@@ -103,11 +132,11 @@ void RingAttention::backward_block(int owner, const RingBlock& b, const Buffer& 
   const Positions q_pos = layout_.positions(rank_), k_pos = layout_.positions(owner);
   if (b.kind == BlockKind::skipped) return dev_.record_skip(q_pos, k_pos, "attention_backward");
   const std::int64_t B = batch_;
-  const View k = View(kv).batches(0, B).rows(0, b.nk), v = View(kv).batches(B, B).rows(0, b.nk);
-  const View dk = View(dkv).batches(0, B).rows(0, b.nk), dv = View(dkv).batches(B, B).rows(0, b.nk);
+  const View k = View(kv).batches(0, B).rows(b.k0, b.nk), v = View(kv).batches(B, B).rows(b.k0, b.nk);
+  const View dk = View(dkv).batches(0, B).rows(b.k0, b.nk), dv = View(dkv).batches(B, B).rows(b.k0, b.nk);
   const auto rows = [&](const Buffer& x) { return View(x).rows(b.q0, b.nq); };
-  dev_.attention_backward(rows(q_), slice(q_pos, b.q0, b.nq), k, v, slice(k_pos, 0, b.nk), rows(out_), rows(lse_),
-                          rows(dout), rows(dq), dk, dv, {causal_, scale_, b.kind});
+  dev_.attention_backward(rows(q_), slice(q_pos, b.q0, b.nq), k, v, slice(k_pos, b.k0, b.nk), rows(out_), rows(lse_),
+                          rows(dout), rows(dq), dk, dv, {mask_, scale_, b.kind});
 }
 
 void RingAttention::backward(const Buffer& dout, DType accum, Buffer& dq, Buffer& dk, Buffer& dv, int first_step) {
@@ -129,7 +158,7 @@ void RingAttention::backward(const Buffer& dout, DType accum, Buffer& dq, Buffer
   for (int i = 0; i < size_; ++i) {
     ring_.recorder().step(first_step + i);
     const int owner = (rank_ + 1 + i) % size_;
-    const RingBlock b = visible_block(layout_, rank_, owner, causal_);
+    const RingBlock b = visible_block(layout_, rank_, owner, mask_);
     // 1. Prefetch the next K/V (it does not depend on this step).
     Request send_kv, recv_kv;
     if (i + 1 < size_) {
@@ -141,12 +170,12 @@ void RingAttention::backward(const Buffer& dout, DType accum, Buffer& dq, Buffer
     if (i == 0) {
       backward_block(owner, b, kv, dout, dq, dkv);
     } else {
-      if (b.kind != BlockKind::skipped) dev_.fill(View(dkv_block).rows(0, b.nk), 0.0);
+      if (b.kind != BlockKind::skipped) dev_.fill(View(dkv_block).rows(b.k0, b.nk), 0.0);
       backward_block(owner, b, kv, dout, dq, dkv_block);
       // 3. The owner's accumulator has come from r+1 (and ours of the last step has left): add this block to it.
       recv_dkv.wait();
       send_dkv.wait();
-      if (b.kind != BlockKind::skipped) dev_.add(View(dkv_next).rows(0, b.nk), View(dkv_block).rows(0, b.nk));
+      if (b.kind != BlockKind::skipped) dev_.add(View(dkv_next).rows(b.k0, b.nk), View(dkv_block).rows(b.k0, b.nk));
       std::swap(dkv, dkv_next);
     }
     // 4. Pass the accumulator on (waited for after the next block) and take the next K/V; after R-1 hops both are
@@ -171,7 +200,7 @@ namespace {
 class RingStrategy : public Strategy {
  public:
   RingStrategy(Communicator& comm, Device& dev, const Problem& p)
-      : accum_(p.accum_dtype()), ring_(comm, dev, SeqLayout(p.ranks, p.seq, p.sharding), p.causal, p.scale) {}
+      : accum_(p.accum_dtype()), ring_(comm, dev, p.layout(), p.mask(), p.scale) {}
 
   LocalOutput forward(const Buffer& q, const Buffer& k, const Buffer& v) override {
     LocalOutput o;

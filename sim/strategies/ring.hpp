@@ -6,25 +6,32 @@
 namespace cpsim {
 
 // The part of (this rank's Q rows) x (the owner's K/V rows) that a ring step computes: local query rows
-// [q0, q0 + nq) against local key rows [0, nk) (the visible keys always start at the owner's first row), labelled
-// `kind`; kind skipped (nq = nk = 0) when no pair is visible. Transformer Engine's rule, with t = S/(2R) rows per
-// zigzag chunk (the two halves h0, h1 of a rank's 2t rows):
-//   full attention     every step: all rows x all rows, full
+// [q0, q0 + nq) against the owner's local key rows [k0, k0 + nk), labelled `kind`; kind skipped (all zero) when no
+// pair is visible. The block is the bounding box of the visible pairs: with lo(q) and hi(q) the first and last key
+// position a query sees (mask.hpp; both never decrease as q grows, and positions ascend),
+//   q0       the first query row with hi(q) >= the owner's first key,
+//   q0 + nq  one past the last query row with lo(q) <= the owner's last key,
+//   k0       the first key >= lo(q_q0),  k0 + nk  one past the last key <= hi(q_last)
+// For the causal mask this is Transformer Engine's rule, with t = S/(2R) rows per zigzag chunk (the two halves
+// h0, h1 of a rank's 2t rows):
 //   owner == rank      all rows x all rows, causal: diagonal
 //   zigzag, owner < r  Q[h0, h1] x KV[h0]: both query chunks see the owner's early chunk only, half_kv
 //   zigzag, owner > r  Q[h1] x KV[h0, h1]: only the late query chunk sees the owner, half_q
 //   contiguous         owner < r: all x all, full;  owner > r: every key is later than every query, skipped
-// With zigzag every step costs every rank 2t^2 visible pairs (step 0: 2t^2 + t), hence the balance.
+//   full attention     every step: all rows x all rows, full
+// With zigzag every step costs every rank 2t^2 visible pairs (step 0: 2t^2 + t), hence the balance. Under
+// documents, a window or striped sharding a box the mask covers in part is `partial` (striped: every step is a
+// near-diagonal block, k <= q for owners up to r and k < q after it, as in Striped Attention).
 struct RingBlock {
-  std::int64_t q0 = 0, nq = 0, nk = 0;
+  std::int64_t q0 = 0, nq = 0, k0 = 0, nk = 0;
   BlockKind kind = BlockKind::skipped;
 };
-RingBlock visible_block(const SeqLayout& layout, int rank, int owner, bool causal);
+RingBlock visible_block(const SeqLayout& layout, int rank, int owner, const Mask& mask);
 
 class RingAttention {
  public:
   // ring: the ring communicator (rank g of R); layout: the R-rank layout whose positions(g) are this rank's rows.
-  RingAttention(Communicator& ring, Device& dev, const SeqLayout& layout, bool causal, double scale);
+  RingAttention(Communicator& ring, Device& dev, const SeqLayout& layout, Mask mask, double scale);
 
   // q: [B, s, Nq, D], k, v: [B, s, Nkv, D]  ->  out: [B, s, Nq, D], lse: [B, Nq, s]. The R ring steps are marked
   // first_step, first_step + 1, ... in the Recorder (the hybrid's ring steps follow its all-to-all step).
@@ -46,7 +53,7 @@ class RingAttention {
   Communicator& ring_;
   Device& dev_;
   SeqLayout layout_;
-  bool causal_;
+  Mask mask_;
   double scale_;
   int rank_, size_;
   // Saved by forward for backward (as autograd would): inputs, final out/lse, and the last K/V held.

@@ -16,10 +16,14 @@ std::unique_ptr<Strategy> make_hybrid(Communicator& comm, Device& dev, const Pro
 
 std::string_view strategy_name(StrategyKind k) {
   switch (k) {
-    case StrategyKind::all_gather: return "all_gather";
-    case StrategyKind::ulysses: return "ulysses";
-    case StrategyKind::ring: return "ring";
-    case StrategyKind::hybrid: return "hybrid";
+    case StrategyKind::all_gather:
+      return "all_gather";
+    case StrategyKind::ulysses:
+      return "ulysses";
+    case StrategyKind::ring:
+      return "ring";
+    case StrategyKind::hybrid:
+      return "hybrid";
   }
   return "?";
 }
@@ -38,16 +42,37 @@ std::vector<StrategyKind> all_strategies() {
   return {StrategyKind::all_gather, StrategyKind::ulysses, StrategyKind::ring, StrategyKind::hybrid};
 }
 
+Documents Problem::documents() const {
+  return resolve_documents(docs, seq, ranks);
+}
+
+Mask Problem::mask() const {
+  return make_mask(causal, window, documents());
+}
+
+SeqLayout Problem::layout() const {
+  LayoutOptions opt;
+  opt.docs = documents();
+  opt.mask = make_mask(causal, window, opt.docs);
+  opt.chunk = chunk;
+  return SeqLayout(ranks, seq, sharding, opt);
+}
+
 int Problem::a2a_size(StrategyKind k) const {
   switch (k) {
-    case StrategyKind::ulysses: return ranks;
-    case StrategyKind::hybrid: return a2a > 0 ? a2a : (ranks % 2 == 0 ? 2 : 1);
-    default: return 1;
+    case StrategyKind::ulysses:
+      return ranks;
+    case StrategyKind::hybrid:
+      return a2a > 0 ? a2a : (ranks % 2 == 0 ? 2 : 1);
+    default:
+      return 1;
   }
 }
 
 namespace {
-std::string str(std::int64_t v) { return std::to_string(v); }
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
 
 using Fix = std::function<std::string()>;  // made only when the check fails (flags.hpp spells it for the program)
 
@@ -79,7 +104,9 @@ std::int64_t divisor_up_to(std::int64_t n, int C) {
   return 1;
 }
 
-std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
+std::int64_t round_up(std::int64_t x, std::int64_t m) {
+  return (x + m - 1) / m * m;
+}
 }  // namespace
 
 void validate(const Problem& p, StrategyKind kind) {
@@ -89,13 +116,20 @@ void validate(const Problem& p, StrategyKind kind) {
           use({"--kv-heads 1 or more"}));
   require(p.head_dim >= 1, "the head dim D must be at least 1 (got " + str(p.head_dim) + ")", use({"--head-dim 64"}));
   if (p.heads % p.kv_heads != 0)
-    require(false,
-            "grouped-query attention shares each KV head among Nq/Nkv query heads, so Nq % Nkv must be 0 (Nq=" +
-                str(p.heads) + ", Nkv=" + str(p.kv_heads) + ")",
-            use({"--kv-heads " + str(p.heads) + " (or a divisor of it)",
-                 "--heads " + str(round_up(p.heads, p.kv_heads))}));
-  const SeqLayout layout(p.ranks, p.seq, p.sharding);  // throws for impossible layouts
-  (void)layout;
+    require(
+        false,
+        "grouped-query attention shares each KV head among Nq/Nkv query heads, so Nq % Nkv must be 0 (Nq=" +
+            str(p.heads) + ", Nkv=" + str(p.kv_heads) + ")",
+        use({"--kv-heads " + str(p.heads) + " (or a divisor of it)", "--heads " + str(round_up(p.heads, p.kv_heads))}));
+  require(p.window >= 0, "the window W must be 0 (none) or positive (got " + str(p.window) + ")",
+          use({"--window 256"}));
+  require(p.chunk >= 0, "--chunk must be positive (got " + str(p.chunk) + ")", use({"--chunk 16"}));
+  require(p.chunk == 0 || p.sharding == Sharding::balanced, "--chunk sets the balanced sharding's chunk size",
+          use({"--sharding balanced"}, "drop --chunk"));
+  require(!p.docs.pad || p.sharding == Sharding::zigzag,
+          "--pad-docs pads documents for per-document zigzag (--sharding zigzag)",
+          use({"--sharding zigzag"}, "drop --pad-docs"));
+  (void)p.layout();  // throws for impossible documents and layouts
   // The largest copies a run makes are the whole tensors as doubles on the host: none may be more than one process
   // can address (and no product of extents may wrap).
   const Extent B{"B", p.batch, "batch"}, S{"S", p.seq, "seq"}, Nq{"Nq", p.heads, "heads"},
@@ -131,23 +165,30 @@ void validate(const Problem& p, StrategyKind kind) {
               C % 2 == 0 ? use({"--a2a 2"}) : use({"--a2a 1 or a divisor of C"}));
     validate_heads_split(
         p, A, "the hybrid's A2A group", [&] { return use({"an --a2a that divides Nq"}); },
-        [&] { return use({"--kv-replicate", "an --a2a that divides Nkv"}); });
+        [&] {
+          return use({"--kv-replicate", "an --a2a that divides Nkv"});
+        });
   } else if (p.a2a > 0) {
     const std::string hybrid = use({"--strategy hybrid"});
-    require(false, "--a2a sets the hybrid's A2A group size", hybrid + (hybrid.empty() ? "drop --a2a" : " or drop --a2a"));
+    require(false, "--a2a sets the hybrid's A2A group size",
+            hybrid + (hybrid.empty() ? "drop --a2a" : " or drop --a2a"));
   }
 }
 
 std::unique_ptr<Strategy> make_strategy(StrategyKind kind, Communicator& comm, Device& dev, const Problem& p) {
   validate(p, kind);
   if (comm.size() != p.ranks)
-    throw UsageError("the communicator has " + str(comm.size()) + " ranks but the problem asks for " +
-                     str(p.ranks) + "; " + use({"--ranks " + str(comm.size())}, "give the problem as many ranks"));
+    throw UsageError("the communicator has " + str(comm.size()) + " ranks but the problem asks for " + str(p.ranks) +
+                     "; " + use({"--ranks " + str(comm.size())}, "give the problem as many ranks"));
   switch (kind) {
-    case StrategyKind::all_gather: return make_all_gather(comm, dev, p);
-    case StrategyKind::ulysses: return make_ulysses(comm, dev, p);
-    case StrategyKind::ring: return make_ring(comm, dev, p);
-    case StrategyKind::hybrid: return make_hybrid(comm, dev, p);
+    case StrategyKind::all_gather:
+      return make_all_gather(comm, dev, p);
+    case StrategyKind::ulysses:
+      return make_ulysses(comm, dev, p);
+    case StrategyKind::ring:
+      return make_ring(comm, dev, p);
+    case StrategyKind::hybrid:
+      return make_hybrid(comm, dev, p);
   }
   throw Error("unknown strategy");
 }

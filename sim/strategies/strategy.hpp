@@ -4,7 +4,8 @@
 // this rank's buffers). It includes neither Eigen nor Boost nor CUDA, so the same file runs on threads,
 // processes, MPI, NCCL and the counting device.
 //
-// Inputs are sequence-sharded as the layout says: rank r holds the rows of SeqLayout::positions(r), ascending.
+// Inputs are sequence-sharded as the layout says: rank r holds the rows of SeqLayout::positions(r), ascending
+// (Problem::layout()), and every attention call applies the problem's mask (Problem::mask()).
 //   q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]   (s = S/C)
 // forward() returns the output in the same sharding, and the log-sum-exp where the strategy computed it
 // (ring and all-gather: all heads of the local rows; ulysses: Nq/C heads of every row; hybrid: in between).
@@ -20,6 +21,7 @@
 #include "sim/core/buffer.hpp"
 #include "sim/core/positions.hpp"
 #include "sim/kernels/device.hpp"
+#include "sim/layout/documents.hpp"
 #include "sim/layout/layout.hpp"
 
 namespace cpsim {
@@ -32,6 +34,9 @@ std::vector<StrategyKind> all_strategies();
 struct Problem {
   std::int64_t batch = 1, seq = 64, heads = 4, kv_heads = 4, head_dim = 16;
   bool causal = true;
+  DocSpec docs;             // documents packed into the sequence (--docs, --pad-docs); none: one sequence
+  std::int64_t window = 0;  // sliding window W (--window): keys fewer than W positions back; 0: none
+  std::int64_t chunk = 0;   // balanced sharding: tokens per chunk (--chunk); 0: S/(4C)
   double scale = 0;  // 0: 1/sqrt(D)
   DType dtype = DType::f64;
   Sharding sharding = Sharding::zigzag;
@@ -43,6 +48,11 @@ struct Problem {
   int a2a_size(StrategyKind k) const;  // A: C for ulysses, 1 for ring/all_gather, the hybrid's A
   // Whether the strategy's A2A group copies KV heads: --kv-replicate, and Nkv does not split A ways.
   bool replicates_kv(StrategyKind k) const { return kv_replicate && kv_heads % a2a_size(k) != 0; }
+  // The documents for this S and C (empty without --docs), the mask, and the C-rank layout the inputs are sharded
+  // by. Each throws UsageError for what cannot be (lengths that do not sum to S, a document zigzag cannot cut).
+  Documents documents() const;
+  Mask mask() const;
+  SeqLayout layout() const;
 };
 
 // Throws UsageError naming the constraint and a fix for every impossible configuration.

@@ -7,7 +7,7 @@
 //             after the inverse:   [B, S/C, N, D]
 //   backward  dout in [B, S/C, N, D] -> A2A -> [B, S, N/C, D] -> local backward -> dq, dk, dv [B, S, N/C, D]
 //             -> inverse A2A each -> [B, S/C, N, D]
-// Steps (forward): 0. A2A q, k, v   1. causal attention over the full sequence for N/C heads   2. A2A out back.
+// Steps (forward): 0. A2A q, k, v   1. attention under the mask over the full sequence for N/C heads   2. A2A out back.
 // Steps (backward): 0. A2A dout   1. local attention backward   2. A2A dq, dk, dv back.
 // Communication: 4 all-to-alls forward, 4 backward, each sending (C-1)/C of a rank's tensor.
 // Limit: Nq % C == 0 and Nkv % C == 0. With --kv-replicate and C > Nkv, HeadsExchange first copies each KV head onto
@@ -26,8 +26,8 @@ class UlyssesStrategy : public Strategy {
       : comm_(comm),
         dev_(dev),
         p_(p),
-        a2a_(comm, dev, SeqLayout(p.ranks, p.seq, p.sharding), rank_range(0, p.ranks), p.kv_heads,
-             p.replicates_kv(StrategyKind::ulysses)) {}
+        mask_(p.mask()),
+        a2a_(comm, dev, p.layout(), rank_range(0, p.ranks), p.kv_heads, p.replicates_kv(StrategyKind::ulysses)) {}
 
   LocalOutput forward(const Buffer& q, const Buffer& k, const Buffer& v) override {
     // 0. Sequence sharding -> head sharding.
@@ -40,7 +40,7 @@ class UlyssesStrategy : public Strategy {
     lse_ = dev_.alloc({qd.b, qd.s, qd.n, 1}, q.dtype(), Layout::bns, "lse_heads");  // [B, Nq/C, S]
     const Positions& pos = a2a_.group_positions();
     dev_.attention_forward(View(in_.q), pos, View(in_.k), View(in_.v), pos, View(out_), View(lse_),
-                           {p_.causal, p_.scale, std::nullopt});
+                           {mask_, p_.scale, std::nullopt});
     // 2. Head sharding -> sequence sharding.
     comm_.recorder().step(2);
     return LocalOutput{a2a_.heads_to_seq(out_, "out"), lse_, comm_.rank() * qd.n, pos};
@@ -58,7 +58,7 @@ class UlyssesStrategy : public Strategy {
     Buffer dv = dev_.alloc(in_.v.dims(), acc, Layout::bsnd, "dv_heads");
     const Positions& pos = a2a_.group_positions();
     dev_.attention_backward(View(in_.q), pos, View(in_.k), View(in_.v), pos, View(out_), View(lse_), View(dout_h),
-                            View(dq), View(dk), View(dv), {p_.causal, p_.scale, std::nullopt});
+                            View(dq), View(dk), View(dv), {mask_, p_.scale, std::nullopt});
     // 2. Gradients back to sequence sharding (the KV replicas summed).
     comm_.recorder().step(2);
     return a2a_.grads_to_seq(dq, dk, dv);
@@ -68,6 +68,7 @@ class UlyssesStrategy : public Strategy {
   Communicator& comm_;
   Device& dev_;
   Problem p_;
+  Mask mask_;
   HeadsExchange a2a_;
   HeadsExchange::Heads in_;  // q, k, v head-sharded, saved for backward with out_ and lse_
   Buffer out_, lse_;

@@ -14,6 +14,24 @@ TEST_CASE("cpsim layout prints the zigzag chunks and the flat work table") {
   CHECK(r.err.empty());
 }
 
+TEST_CASE("cpsim layout names its units and puts a legend under the grid, the mask's own under a mask grid") {
+  const auto causal = run_cli("layout --ranks 2 --seq 8", "layout_legend1");
+  CHECK(causal.rc == 0);
+  CHECK(causal.out.find("chunk blocks: t x t blocks, a diagonal one counting 1/2") != std::string::npos);
+  CHECK(causal.out.find("legend: r = rank r owns the query chunk  r\\ = on the diagonal, partly masked") !=
+        std::string::npos);
+  CHECK(causal.out.find(". = masked (keys after queries)") != std::string::npos);
+  const auto docs = run_cli("layout --ranks 2 --seq 16 --docs 8,8", "layout_legend2");
+  CHECK(docs.rc == 0);
+  CHECK(docs.out.find("chunk blocks: only for the causal mask on 2C chunks") != std::string::npos);
+  CHECK(docs.out.find("Grid under the mask (rows: query cells, columns: key cells, 2 tokens each):") !=
+        std::string::npos);
+  CHECK(docs.out.find("legend: r = rank r owns the query cell   r\\ = the mask covers it in part") !=
+        std::string::npos);
+  CHECK(docs.out.find(". = masked (no pair visible)") != std::string::npos);
+  CHECK(docs.out.find("keys after queries") == std::string::npos);
+}
+
 TEST_CASE("cpsim layout --json reports the contiguous chunk blocks 2, 6, 10, 14") {
   const auto r = run_cli("layout --ranks 4 --seq 16 --sharding contiguous --json", "layout2");
   CHECK(r.rc == 0);
@@ -24,7 +42,7 @@ TEST_CASE("cpsim layout --json reports the contiguous chunk blocks 2, 6, 10, 14"
 
 TEST_CASE("bad arguments give one line on stderr, exit code 2 and nothing on stdout") {
   for (const char* args :
-       {"layout --seq 10 --ranks 4", "layout --sharding striped", "layout --ranks x", "layout --bogus", "nosuchcommand",
+       {"layout --seq 10 --ranks 4", "layout --sharding diagonal", "layout --ranks x", "layout --bogus", "nosuchcommand",
         "bench nosuchbench", "bench comm --collectives tree", "bench comm --ranks 1"}) {
     INFO(args);
     const auto r = run_cli(args, "layout_bad");

@@ -39,7 +39,7 @@ TEST_CASE("a subset of the table offers only its flags") {
   CHECK(desc.find_nothrow("kv-heads", false) == nullptr);
   po::options_description all;
   add_problem_options(all, o);
-  CHECK(all.options().size() == 18);
+  CHECK(all.options().size() == 22);
 }
 
 TEST_CASE("--kv-heads: 0 follows --heads, whether given or shown as the default") {

@@ -67,3 +67,18 @@ TEST_CASE("--kernel and the GPU bench's shape flags: impossible values exit 2 wi
   }
 }
 #endif
+
+#ifdef CPSIM_HAVE_CUDA
+TEST_CASE("the cuda device refuses documents and windows in one line naming the masks it implements, before any GPU") {
+  for (const char* args : {"run --backend cuda-threads --dtype f32 --docs 24,40",
+                           "run --backend cuda-threads --dtype bf16 --window 16 --sharding striped",
+                           "run --backend nccl --dtype bf16 --docs random:3 --sharding balanced"}) {
+    INFO(args);
+    const auto r = run_cli(args, "cuda_mask");
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find("implements the causal and full masks") != std::string::npos);
+  }
+}
+#endif

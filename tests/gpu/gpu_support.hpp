@@ -82,7 +82,7 @@ inline GpuRunResult run_on_gpu(const GpuRun& cfg, const Launcher& launcher) {
     w.put(download_values(*dev, o.lse));
     w.put<std::int64_t>(o.lse.dims().n);
     w.put(o.lse_head0);
-    w.put(o.lse_positions);
+    w.put(o.lse_positions.expand());
     if (cfg.backward) {
       const LocalGrads g = strategy->backward(buffer(r.dout, qe, "dout"));
       w.put(download_values(*dev, g.dq));
@@ -98,7 +98,7 @@ inline GpuRunResult run_on_gpu(const GpuRun& cfg, const Launcher& launcher) {
     ByteReader rd(o.result);
     std::vector<double> x, lse;
     std::int64_t nh = 0, h0 = 0;
-    Positions pos;
+    std::vector<std::int64_t> pos;
     rd.get(x);
     out.push_back(x);
     rd.get(lse);

@@ -95,6 +95,29 @@ TEST_CASE("a counting run reports the numeric run's work, calls, bytes and peak 
       }
 }
 
+TEST_CASE("under documents and a window the counting run reports the numeric run's work, tiles and bytes") {
+  const Case cases[] = {{StrategyKind::all_gather, 4, 0, false},
+                        {StrategyKind::ulysses, 4, 0, true},
+                        {StrategyKind::ring, 4, 0, false},
+                        {StrategyKind::hybrid, 4, 2, false}};
+  for (const Case& c : cases)
+    for (Sharding sh : {Sharding::zigzag, Sharding::striped, Sharding::balanced})
+      for (std::int64_t W : {0, 24}) {
+        RunConfig cfg = numeric_config(c, sh, DType::f64);
+        cfg.problem.docs.lengths = {48, 16, 72, 24};  // S = 160 = 40 C; multiples of 2C
+        cfg.problem.window = W;
+        CAPTURE(describe(cfg));
+        CAPTURE(W);
+        const RunResult measured = run(cfg);
+        const CountResult counted = count_run(cfg.problem, cfg.strategy, {.backward = true, .slots = 2});
+        REQUIRE(counted.ranks.size() == measured.ranks.size());
+        for (std::size_t r = 0; r < counted.ranks.size(); ++r) {
+          CAPTURE(r);
+          check_equal(counted.ranks[r], measured.ranks[r].stats);
+        }
+      }
+}
+
 TEST_CASE("the program of every rank carries the work and bytes its recorder counted") {
   Problem p;
   p.ranks = 4;

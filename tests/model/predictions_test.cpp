@@ -178,3 +178,22 @@ TEST_CASE("a ring across two nodes with one NIC each sends its one flow per dire
   // Each node has one ring edge leaving it per direction: one flow, whether the node has one NIC or eight.
   CHECK(b.total_us == doctest::Approx(a.total_us).epsilon(0.02));
 }
+
+TEST_CASE("one GPU's time on the whole sequence follows the mask: a window and documents do fewer pairs") {
+  Problem p;
+  p.ranks = 8;
+  p.seq = 64 * 1024;
+  p.heads = 8;
+  p.kv_heads = 8;
+  p.head_dim = 128;
+  p.dtype = DType::bf16;
+  const Machine m = load_machine("h100-sxm-8");
+  const double causal = single_gpu_us(p, m, true);
+  Problem w = p;
+  w.window = 4096;
+  Problem d = p;
+  d.docs.lengths.assign(16, p.seq / 16);
+  CHECK(single_gpu_us(w, m, true) < causal / 4);  // 4096 of 64K keys: about 1/8 of the causal pairs
+  CHECK(single_gpu_us(d, m, true) < causal / 4);  // 16 documents: 1/16 of the causal pairs
+  CHECK(single_gpu_us(w, m, true) > 0);
+}

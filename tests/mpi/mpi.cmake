@@ -2,7 +2,8 @@
 # `mpirun -np 4 --oversubscribe` through tests/mpi/mpirun.sh (which adds --allow-run-as-root for root):
 #   mpi.communicator         every communicator call (doctest, test_mpi), ring reductions
 #   mpi.native_reductions    the reduction cases again with CPSIM_MPI_REDUCTIONS=native
-#   mpi.run.*                `cpsim run --backend mpi --check` for ring and hybrid; bitwise equal to threads, processes
+#   mpi.run.*                `cpsim run --backend mpi --check` for ring and hybrid, every strategy under documents and
+#                            a window; bitwise equal to threads, processes
 #   mpi.fault.*              a rank that throws, crashes, deadlocks or receives the wrong size ends the job
 #   mpi.usage.*              --backend mpi without mpirun, --ranks disagreeing with the job: exit 2, one line
 #   mpi.bench.side_by_side   `cpsim bench comm --backend threads,processes,mpi` prints its table
@@ -35,6 +36,20 @@ cpsim_mpi_test(run.ring_check ${_expect} 0 "^PASSED$" once --
                ${_mpirun} ${_cpsim} run --backend mpi --strategy ring ${_shape})
 cpsim_mpi_test(run.hybrid_check ${_expect} 0 "^PASSED$" once --
                ${_mpirun} ${_cpsim} run --backend mpi --strategy hybrid --a2a 2 ${_shape})
+# Masks on MPI: documents under per-document zigzag, a window under striped, forward and backward (issue 19).
+foreach(_strategy all_gather ulysses ring hybrid)
+  set(_extra)
+  if(_strategy STREQUAL "ulysses")
+    set(_extra --kv-replicate)  # Nkv = 2 over 4 ranks
+  elseif(_strategy STREQUAL "hybrid")
+    set(_extra --a2a 2)
+  endif()
+  cpsim_mpi_test(run.documents_${_strategy} ${_expect} 0 "^PASSED$" once --
+                 ${_mpirun} ${_cpsim} run --backend mpi --strategy ${_strategy} ${_extra} --docs 24,8,32 ${_shape})
+  cpsim_mpi_test(run.window_striped_${_strategy} ${_expect} 0 "^PASSED$" once --
+                 ${_mpirun} ${_cpsim} run --backend mpi --strategy ${_strategy} ${_extra} --window 9 --sharding striped
+                 ${_shape})
+endforeach()
 set(_bits --ranks 4 --seq 64 --heads 4 --kv-heads 4 --head-dim 16 --dtype f32 --backward --seed 5)
 foreach(_strategy ring all_gather ulysses)
   cpsim_mpi_test(run.same_bits_${_strategy} ${_mpi_dir}/same_bits.sh ${_cpsim} --strategy ${_strategy} ${_bits})

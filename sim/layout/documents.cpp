@@ -1,0 +1,168 @@
+#include "sim/layout/documents.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <numeric>
+#include <set>
+
+#include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
+#include "sim/core/random.hpp"
+
+namespace cpsim {
+
+namespace {
+
+std::string num(std::int64_t v) {
+  return std::to_string(v);
+}
+
+bool parse_int(std::string_view s, std::int64_t& out) {
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+std::int64_t round_up(std::int64_t x, std::int64_t m) {
+  return (x + m - 1) / m * m;
+}
+
+std::string list_text(const std::vector<std::int64_t>& v, std::size_t most = 8) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size() && i < most; ++i) s += (i ? ", " : "") + num(v[i]);
+  if (v.size() > most) s += ", ...";
+  return s;
+}
+
+// K lengths, multiples of `unit`, each at least one unit, summing to n * unit: K - 1 distinct cut points among the
+// n - 1 inner unit boundaries, drawn by Floyd's algorithm from splitmix64 of (seed, draw).
+std::vector<std::int64_t> random_lengths(std::int64_t K, std::int64_t n, std::int64_t unit, std::uint64_t seed) {
+  std::set<std::int64_t> cuts;
+  const std::int64_t pool = n - 1;  // cut points 1 .. n-1
+  std::uint64_t draw = 0;
+  for (std::int64_t j = pool - (K - 1) + 1; j <= pool; ++j) {
+    const auto x = splitmix64(seed * 0x9e3779b97f4a7c15ULL + 0x646f6373ULL + draw++);  // "docs"
+    const std::int64_t t = 1 + static_cast<std::int64_t>(x % static_cast<std::uint64_t>(j));
+    if (!cuts.insert(t).second) cuts.insert(j);
+  }
+  std::vector<std::int64_t> out;
+  std::int64_t prev = 0;
+  for (std::int64_t c : cuts) {
+    out.push_back((c - prev) * unit);
+    prev = c;
+  }
+  out.push_back((n - prev) * unit);
+  return out;
+}
+
+}  // namespace
+
+DocSpec parse_docs(const std::string& text) {
+  DocSpec d;
+  const std::string fix = use({"--docs L1,L2,... (document lengths summing to S)", "--docs random:K"});
+  if (text.rfind("random:", 0) == 0) {
+    require(parse_int(std::string_view(text).substr(7), d.random) && d.random >= 1,
+            "--docs " + text + " needs a whole number of documents K >= 1 after random:", fix);
+    return d;
+  }
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    std::int64_t L = 0;
+    require(parse_int(item, L) && L >= 1,
+            "--docs " + text + ": '" + std::string(item) + "' is not a document length (a whole number >= 1)", fix);
+    d.lengths.push_back(L);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  require(!d.lengths.empty(), "--docs needs at least one document", fix);
+  return d;
+}
+
+std::int64_t Documents::total() const {
+  return std::accumulate(padded.begin(), padded.end(), std::int64_t{0});
+}
+
+std::int64_t Documents::padding() const {
+  return total() - std::accumulate(lengths.begin(), lengths.end(), std::int64_t{0});
+}
+
+std::int64_t Documents::shortest() const {
+  return lengths.empty() ? 0 : *std::min_element(lengths.begin(), lengths.end());
+}
+
+std::vector<std::int64_t> Documents::starts() const {
+  std::vector<std::int64_t> s{0};
+  for (std::int64_t P : padded) s.push_back(s.back() + P);
+  return s;
+}
+
+std::vector<std::int64_t> Documents::mask_bounds() const {
+  std::vector<std::int64_t> b{0};
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    b.push_back(at + lengths[i]);
+    if (padded[i] > lengths[i]) b.push_back(at + padded[i]);
+    at += padded[i];
+  }
+  return b;
+}
+
+std::vector<Span> Documents::padding_spans() const {
+  std::vector<Span> out;
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    if (padded[i] > lengths[i]) out.push_back(Span{at + lengths[i], at + padded[i]});
+    at += padded[i];
+  }
+  return out;
+}
+
+std::string Documents::describe() const {
+  std::string s = num(count()) + (count() == 1 ? " document (" : " documents (") + list_text(lengths) +
+                  (count() > 1 ? " tokens; shortest " + num(shortest()) : " tokens");
+  if (padding() > 0) s += "; padded to " + list_text(padded) + ": " + num(padding()) + " padding tokens";
+  return s + ")";
+}
+
+std::int64_t documents_seq(const DocSpec& spec, int ranks) {
+  std::int64_t S = 0;
+  for (std::int64_t L : spec.lengths) S += spec.pad ? round_up(L, 2 * static_cast<std::int64_t>(ranks)) : L;
+  return S;
+}
+
+Documents resolve_documents(const DocSpec& spec, std::int64_t seq, int ranks) {
+  Documents d;
+  if (!spec.any()) return d;
+  const std::int64_t two_c = 2 * static_cast<std::int64_t>(ranks);
+  if (spec.random > 0) {
+    require(!spec.pad, "--pad-docs pads listed documents; random:K already cuts S into multiples of 2C",
+            "drop --pad-docs");
+    const std::int64_t unit = seq % two_c == 0 ? two_c : 1, n = seq / unit;
+    require(spec.random <= n,
+            "--docs random:" + num(spec.random) + " needs at least " + num(unit) +
+                " tokens per document (S=" + num(seq) + " holds " + num(n) + ")",
+            use({"--docs random:" + num(std::max<std::int64_t>(1, n)), "a longer --seq"}));
+    d.lengths = random_lengths(spec.random, n, unit, spec.seed);
+    d.padded = d.lengths;
+    return d;
+  }
+  d.lengths = spec.lengths;
+  for (std::int64_t L : d.lengths) d.padded.push_back(spec.pad ? round_up(L, two_c) : L);
+  const std::int64_t real = std::accumulate(d.lengths.begin(), d.lengths.end(), std::int64_t{0});
+  if (spec.pad)
+    require(d.total() == seq,
+            "--docs with --pad-docs makes a sequence of " + num(d.total()) + " tokens (the " + num(real) +
+                " listed, padded to multiples of 2C=" + num(two_c) + "), not S=" + num(seq),
+            "drop --seq (S is then " + num(d.total()) + ") or change the lengths");
+  else
+    require(real == seq, "--docs lengths must sum to S (they sum to " + num(real) + ", S=" + num(seq) + ")",
+            use({"--seq " + num(real)}, "change the lengths"));
+  return d;
+}
+
+Mask make_mask(bool causal, std::int64_t window, const Documents& docs) {
+  return Mask(causal, window, docs.empty() ? std::vector<std::int64_t>{} : docs.mask_bounds());
+}
+
+}  // namespace cpsim
