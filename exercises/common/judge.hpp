@@ -35,7 +35,7 @@ struct Case {
   double sharpen;            // scale = sharpen / sqrt(D): x30 makes large logits
   std::string name() const;  // "C=4 S=16 B=1 Nq=2 Nkv=2 D=4, scores x30"
   double scale() const;
-  RunConfig config() const;  // the shape, zigzag, seeded per C (inputs from make_inputs)
+  RunConfig config() const;  // the shape, zigzag, seeded per C (inputs from make_inputs), checked
 };
 
 // The shapes every judge runs, in order: C = 1, 2 and 4; 3 ranks with one head; 4 with GQA (4 query heads on 2 KV

@@ -166,15 +166,8 @@ std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& r
   return std::nullopt;
 }
 
-// The case as a run: its shape, checked against the reference.
-RunConfig case_config(const Case& c) {
-  RunConfig cfg = c.config();
-  cfg.check = true;
-  return cfg;
-}
-
 std::optional<Failure> judge_case(const Case& c) {
-  const GlobalTensors in = make_inputs(case_config(c));
+  const GlobalTensors in = make_inputs(c.config());
   const double scale = c.scale();
   const Positions all = iota_positions(0, c.S);
   const RefForward ref = reference_forward(in.q, in.k, in.v, {c.B, c.S, c.S, c.Nq, c.Nkv, c.D}, all, all, true, scale);
@@ -188,7 +181,6 @@ std::optional<Failure> judge_case(const Case& c) {
 
 int main() {
   std::vector<judge::NamedCheck> checks{{"chunk order, C = 1, 2, 3, 4, 8", check_chunks, std::nullopt}};
-  for (const Case& c : judge::standard_cases())
-    checks.push_back({c.name(), [c] { return judge_case(c); }, case_config(c)});
+  for (const Case& c : judge::standard_cases()) checks.push_back({c.name(), [c] { return judge_case(c); }, c.config()});
   return judge::run_checks("zigzag_ring", CPSIM_JUDGED_FILE, checks, "zigzag ring attention, balanced step by step.");
 }

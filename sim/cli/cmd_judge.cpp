@@ -45,6 +45,14 @@ std::string exercise_names() {
   return s;
 }
 
+// One line per exercise, the summaries aligned (--help and --list).
+void print_exercises() {
+  std::size_t width = 0;
+  for (const Exercise& e : kExercises) width = std::max(width, std::string(e.name).size());
+  for (const Exercise& e : kExercises)
+    std::cout << "  " << e.name << std::string(width + 2 - std::string(e.name).size(), ' ') << e.summary << "\n";
+}
+
 // The learner's file as the judge's copy: a #line mark first, so that the compiler names the original.
 void stage_copy(const fs::path& from, const fs::path& to) {
   std::ifstream in(from, std::ios::binary);
@@ -86,14 +94,11 @@ int cmd_judge(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_program("cpsim judge", desc, args, vm, {}, &pos)) {
     std::cout << "exercises:\n";
-    std::size_t width = 0;
-    for (const Exercise& e : kExercises) width = std::max(width, std::string(e.name).size());
-    for (const Exercise& e : kExercises)
-      std::cout << "  " << e.name << std::string(width + 2 - std::string(e.name).size(), ' ') << e.summary << "\n";
+    print_exercises();
     return 0;
   }
   if (vm.count("list")) {
-    for (const Exercise& e : kExercises) std::cout << "  " << e.name << "  " << e.summary << "\n";
+    print_exercises();
     return 0;
   }
   bool known = false;

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "sim/core/error.hpp"
@@ -86,7 +87,8 @@ TEST_CASE("a child that ignores SIGTERM is killed after the grace") {
 }
 
 TEST_CASE("a child's output can go to files, its input come from one, and its environment be extended") {
-  const std::string out = "/tmp/cpsim_child_test_" + std::to_string(::getpid());
+  const std::string out =
+      (std::filesystem::temp_directory_path() / ("cpsim_child_test_" + std::to_string(::getpid()))).string();
   ChildOptions o;
   o.stdout_path = out;
   o.stdin_path = "/dev/null";
