@@ -158,11 +158,13 @@ std::size_t sweep_heap_bytes(std::size_t largest, int c) {
 void check_sweep_memory(std::size_t largest, int ranks, std::int64_t limit) {
   const HostMemory mem = limit > 0 ? HostMemory{{limit, "--memory-limit"}, {limit, "--memory-limit"}} : host_memory();
   const MemoryLimit& bound = mem.process.bytes < mem.machine.bytes ? mem.process : mem.machine;
-  const double need = static_cast<double>(sweep_heap_bytes(largest, ranks)) * ranks + 2.0 * static_cast<double>(largest);
+  const double need =
+      static_cast<double>(sweep_heap_bytes(largest, ranks)) * ranks + 2.0 * static_cast<double>(largest);
   if (need <= static_cast<double>(bound.bytes)) return;
   // The largest --maxbytes that fits: the need is linear in it.
   const auto fits = static_cast<std::size_t>(static_cast<double>(largest) * static_cast<double>(bound.bytes) / need);
-  const std::string fix = fits >= 4 * static_cast<std::size_t>(ranks) ? "use --maxbytes " + std::to_string(fits) : "use fewer --ranks";
+  const std::string fix =
+      fits >= 4 * static_cast<std::size_t>(ranks) ? "use --maxbytes " + std::to_string(fits) : "use fewer --ranks";
   require(false,
           "bench comm needs " + format_bytes(need) + " of memory (a send and a receive buffer of " +
               format_bytes(static_cast<double>(largest)) + " on each of " + std::to_string(ranks) +

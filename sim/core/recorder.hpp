@@ -150,7 +150,7 @@ class Recorder {
   std::function<void(const std::string&, int)> hook_;
   WorkCounts total_;
   std::vector<StepWork> steps_;
-  std::size_t current_ = kNoStep;          // steps_[current_] is the step in progress; kNoStep: not looked up yet
+  std::size_t current_ = kNoStep;         // steps_[current_] is the step in progress; kNoStep: not looked up yet
   std::map<std::string, int> last_step_;  // per phase: the highest step with an entry in steps_
   CommCounts comm_;
   double idle_us_ = 0;

@@ -66,7 +66,7 @@ struct Pending {
 
 struct State {
   explicit State(const Program& p) : at(p) {}
-  ProgramCursor at;               // the next op
+  ProgramCursor at;  // the next op
   double t = 0;
   int waiting_on = -1;            // the request a wait is blocked on
   int posted = 0;                 // requests posted so far
@@ -377,7 +377,7 @@ class Engine {
   ModeledRun run_;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue_;
   std::vector<double> nic_tx_free_, nic_rx_free_;  // per (node, NIC): when its outgoing / incoming side is free
-  std::vector<std::vector<Channel>> channels_;  // per receiver
+  std::vector<std::vector<Channel>> channels_;     // per receiver
   std::map<std::pair<int, std::int64_t>, Gathering> gatherings_;
 };
 

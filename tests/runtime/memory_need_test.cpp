@@ -198,10 +198,10 @@ TEST_CASE("a run's estimated memory is its peak resident memory, within 15% and 
     int kv_heads;
     bool backward, check;
   };
-  for (const Case& k : {Case{StrategyKind::ring, DType::f64, 16, true, false},
-                        Case{StrategyKind::ring, DType::f64, 16, true, true},
-                        Case{StrategyKind::all_gather, DType::f32, 4, false, true},
-                        Case{StrategyKind::ulysses, DType::f64, 16, false, false}}) {
+  for (const Case& k :
+       {Case{StrategyKind::ring, DType::f64, 16, true, false}, Case{StrategyKind::ring, DType::f64, 16, true, true},
+        Case{StrategyKind::all_gather, DType::f32, 4, false, true},
+        Case{StrategyKind::ulysses, DType::f64, 16, false, false}}) {
     RunConfig c;
     c.strategy = k.strategy;
     c.backward = k.backward;
@@ -214,10 +214,15 @@ TEST_CASE("a run's estimated memory is its peak resident memory, within 15% and 
     p.kv_heads = k.kv_heads;
     p.head_dim = 1024;
     p.dtype = k.dtype;
-    std::vector<std::string> argv{kCpsim, "run", "--strategy", std::string(strategy_name(k.strategy)), "--ranks", "4",
-                                  "--seq", "32", "--batch", "4", "--heads", "16", "--kv-heads",
-                                  std::to_string(k.kv_heads), "--head-dim", "1024", "--dtype",
-                                  std::string(dtype_name(k.dtype))};
+    std::vector<std::string> argv{kCpsim,       "run",
+                                  "--strategy", std::string(strategy_name(k.strategy)),
+                                  "--ranks",    "4",
+                                  "--seq",      "32",
+                                  "--batch",    "4",
+                                  "--heads",    "16",
+                                  "--kv-heads", std::to_string(k.kv_heads),
+                                  "--head-dim", "1024",
+                                  "--dtype",    std::string(dtype_name(k.dtype))};
     if (k.backward) argv.push_back("--backward");
     if (k.check) argv.push_back("--check");
     CAPTURE(argv);
