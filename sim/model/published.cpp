@@ -70,6 +70,16 @@ const std::vector<PublishedRingRun>& ring_flash_attention_runs() {
   return runs;
 }
 
+const std::vector<PublishedRingRun>& ring_flash_attention_stripe_runs() {
+  static const std::vector<PublishedRingRun> runs = {
+      {"h800-sxm-8", Sharding::striped, false, 55.0},
+      {"h800-sxm-8", Sharding::striped, true, 16.0},
+      {"a100-sxm-8", Sharding::striped, false, 32.5},
+      {"a100-sxm-8", Sharding::striped, true, 9.75},
+  };
+  return runs;
+}
+
 const PublishedOneGpu& ring_flash_attention_one_gpu(const std::string& machine) {
   static const std::vector<PublishedOneGpu> one = {{"h800-sxm-8", 591.5, 154.7}, {"a100-sxm-8", 373.4, 94.7}};
   for (const PublishedOneGpu& o : one)

@@ -37,11 +37,14 @@ const KernelSweep& find_sweep(const std::vector<KernelSweep>& sweeps, int head_d
 // iterations per second of the whole attention, forward or forward + backward.
 struct PublishedRingRun {
   std::string machine;                   // the preset that describes the GPUs and the stack: "h800-sxm-8", "a100-sxm-8"
-  Sharding sharding = Sharding::zigzag;  // zigzag: zigzag_ring_flash_attn; contiguous: ring_flash_attn
+  Sharding sharding = Sharding::zigzag;  // zigzag_ring_flash_attn, ring_flash_attn (contiguous), stripe_flash_attn
   bool backward = false;
   double per_s = 0;
 };
 const std::vector<PublishedRingRun>& ring_flash_attention_runs();
+// The same table's stripe_flash_attn column (Striped Attention: token i on rank i mod C, cpsim's `striped`
+// sharding): no fit uses them, so they check the fitted step cost out of sample.
+const std::vector<PublishedRingRun>& ring_flash_attention_stripe_runs();
 // The same table's one-GPU runs (flash_attn on 8K tokens): it/s forward and forward + backward.
 struct PublishedOneGpu {
   std::string machine;
