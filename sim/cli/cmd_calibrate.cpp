@@ -11,6 +11,7 @@
 #include "sim/cli/model_text.hpp"
 #include "sim/core/error.hpp"
 #include "sim/model/calibrate.hpp"
+#include "sim/model/fit.hpp"
 
 namespace cpsim::cli {
 namespace {
@@ -39,6 +40,68 @@ void write_whole(const std::string& path, const std::string& text) {
   }
 }
 
+// `--published`: the presets' kernel curves, launch and per-step cost refitted to the published figures they cite
+// (sim/model/fit.hpp), each fit with its residuals, and the value the preset stores beside it.
+void print_published_fits() {
+  using namespace model;
+  std::cout << "# The presets' fits to the published figures (sim/model/published.hpp, sim/model/fit.hpp)\n\n"
+            << "## 1. Kernel curves: t = launch + flops / (tflops S / (S + half_len)), launch 2 us\n\n"
+            << "Least squares, each point weighted by 1 / t; errors are model / published rate - 1.\n\n"
+            << "| sweeps | curve | tflops | half_len | S=512 | 1K | 2K | 4K | 8K | 16K | rms |\n"
+            << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  const auto row = [](const char* family, const KernelSweep& s, const char* note) {
+    const SweepFit f = fit_kernel_sweep(s, 2);
+    std::cout << "| " << family << " | d=" << s.head_dim << (s.backward ? " backward" : " forward")
+              << (s.causal ? " causal" : " full") << note << " | " << fixed(f.curve.tflops, 1) << " | "
+              << fixed(f.curve.half_len, 1);
+    for (double e : f.errors) std::cout << " | " << percent(e);
+    std::cout << " | " << fixed(f.rms * 100, 1) << "% |\n";
+  };
+  for (const auto& [family, sweeps] : {std::pair{"FlashAttention-3, H100", &flash_attention_3_sweeps()},
+                                       std::pair{"FlashAttention-2, H100", &flash_attention_2_sweeps()}})
+    for (const KernelSweep& s : *sweeps) {
+      row(family, s, "");
+      if (s.backward && !s.causal)  // the causal backward derived from this head dim's three sweeps
+        row(family,
+            derived_causal_backward(find_sweep(*sweeps, s.head_dim, true, false),
+                                    find_sweep(*sweeps, s.head_dim, false, false), s),
+            " (derived)");
+    }
+  std::cout << "\nSources: the FlashAttention-3 paper (Shah et al. 2024), Fig. 5 (forward) and Fig. 6 (backward), H100 "
+               "SXM5, BF16, batch x S = 16K tokens, heads x D = 2048; FlashAttention-2: the same figures' "
+               "FlashAttention-2 bars. (derived): full backward x causal forward / full forward at each S.\n";
+  std::cout << "\n## 2. The launch, fitted together with every curve's tflops and half_len\n\n"
+            << "| sweeps | unconstrained optimum (us) | standard error (us) | largest launch with every half_len >= 0 "
+               "| rms at launch 0 / 2 / 5 / 10 / 20 us |\n| --- | --- | --- | --- | --- |\n";
+  for (const auto& [name, sweeps] : {std::pair{"FlashAttention-3, H100", &flash_attention_3_sweeps()},
+                                     std::pair{"FlashAttention-2, H100", &flash_attention_2_sweeps()}}) {
+    const LaunchFit l = fit_shared_launch(*sweeps);
+    std::cout << "| " << name << " | " << fixed(l.launch_us, 1) << " | " << fixed(l.standard_error, 1) << " | "
+              << fixed(l.max_launch_us, 1) << " |";
+    for (std::size_t i = 0; i < l.profile.size(); ++i)
+      std::cout << (i ? " / " : " ") << fixed(l.profile[i].second * 100, 3) << "%";
+    std::cout << " |\n";
+  }
+  std::cout << "\nThe sweeps hold batch x S fixed, so flops / S is one constant per curve and a per-call launch has the "
+               "shape of half_len's term: the residuals do not move with the launch, and the presets keep an assumed "
+               "2 us.\n";
+  std::cout << "\n## 3. framework.step_us, fitted to ring-flash-attention's ring rows (8 GPUs, 8K tokens each)\n\n"
+            << "| machine | run | published it/s | step_us = 0 | error | fitted | error | d t / d step_us |\n"
+            << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const char* name : {"h800-sxm-8", "a100-sxm-8"}) {
+    const Machine m = load_machine(name);
+    const StepFit f = fit_step_us(m, ring_runs_on(name));
+    for (const auto& r : f.rows)
+      std::cout << "| " << name << " | " << sharding_name(r.run.sharding) << (r.run.backward ? " fwd+bwd" : " fwd")
+                << " | " << fixed(r.run.per_s, 1) << " | " << fixed(r.model_per_s_at_0, 1) << " | "
+                << percent(r.model_per_s_at_0 / r.run.per_s - 1) << " | " << fixed(r.model_per_s, 1) << " | "
+                << percent(r.model_per_s / r.run.per_s - 1) << " | " << fixed(r.steps, 2) << " |\n";
+    std::cout << "| " << name << " | **step_us = " << fixed(f.step_us, 1) << " us**" << (f.at_bound ? " (at 0)" : "")
+              << ", the preset stores " << fixed(m.step_us, 1) << " | | rms | " << fixed(f.rms_at_0 * 100, 1)
+              << "% | | " << fixed(f.rms * 100, 1) << "% | |\n";
+  }
+}
+
 int cmd_calibrate(const std::vector<std::string>& args) {
   po::options_description desc(
       "cpsim calibrate: a machine file fitted to nccl-tests tables and cpsim bench gpu_attention --json");
@@ -51,9 +114,16 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       ("sendrecv", po::value(&sendrecv)->composing(), "sendrecv_perf output on 2 ranks (one node or two)")  //
       ("gpu-attention", po::value(&attention)->composing(), "`cpsim bench gpu_attention --json` output")    //
       ("name", po::value(&name)->default_value(name), "the calibrated machine's name")                      //
-      ("out", po::value(&out), "write the machine file here (and print what was fitted); default: stdout");
+      ("out", po::value(&out), "write the machine file here (and print what was fitted); default: stdout")  //
+      ("published", "print the presets' fits to the published figures they cite, with residuals; fits nothing else");
   po::variables_map vm;
   if (!parse("calibrate", desc, args, vm)) return 0;
+  if (vm.count("published")) {
+    require(all_gather.empty() && all_to_all.empty() && sendrecv.empty() && attention.empty() && out.empty(),
+            "--published prints the presets' own fits and takes no tables", "run it alone: cpsim calibrate --published");
+    print_published_fits();
+    return 0;
+  }
   require(!all_gather.empty() || !all_to_all.empty() || !sendrecv.empty() || !attention.empty(),
           "calibrate needs at least one table or bench output to fit",
           "give --sendrecv FILE, --all-gather FILE, --all-to-all FILE or --gpu-attention FILE");

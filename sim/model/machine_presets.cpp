@@ -1,23 +1,25 @@
 // The built-in machines, each value beside its source, written out in the machine-file format itself (one parser
 // for both; `cpsim predict --print-machine NAME` prints the text).
 //
-// Kernel curves: rate(L) = tflops * L / (L + half_len), fitted by least squares (relative error) through a
-// publication's six points, S = 512, 1K, 2K, 4K, 8K, 16K. In the FlashAttention-3 paper's benchmarks (Shah et al.
-// 2024, Fig. 5 forward, Fig. 6 backward; H100 80GB SXM5, BF16, B x S = 16K tokens, heads x D = 2048) a causal run of
-// S tokens is one causal square of side S, a full one a block with L = S. The fits are within 5% of every point
-// (tests/model/machine_test.cpp asserts it from the model's own curves). The paper plots no causal backward and no
-// backward at head dim 256:
+// Kernel curves: fitted by least squares to the published sweeps of published.hpp when a preset is built
+// (fit.hpp: t = launch + flops / (tflops S / (S + half_len)), launch 2 us), never typed in; each value's source
+// names the sweep and the fit's residuals. The paper plots no causal backward and no backward at head dim 256:
 //   causal backward(S) = full backward(S) x causal forward(S) / full forward(S)   (the forward's masking ratio);
 //   checked on FlashAttention-2, whose causal backward ring-flash-attention measured on one H800 at 8K: 288 TFLOP/s,
 //   against 318 x 333 / 370 = 286 from the paper's FlashAttention-2 bars;
 //   head dim 256 backward = head dim 128's (an assumption, said in the sources).
+// framework.step_us of ring-flash-attention's stack: fitted offline to its published ring rows (fit_step_us, which
+// needs counting runs); the value is stored here and tests/model/fit_test.cpp re-runs the fit and recovers it.
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "sim/core/error.hpp"
+#include "sim/model/cost.hpp"
+#include "sim/model/fit.hpp"
 #include "sim/model/machine.hpp"
+#include "sim/model/published.hpp"
 
 namespace cpsim::model {
 namespace {
@@ -69,52 +71,81 @@ void add(Entries& to, const Entries& more) {
   to.insert(to.end(), more.begin(), more.end());
 }
 
-// One fitted curve: both fields carry the points it was fitted through.
-Entries curve(int d, const char* which, double tflops, double half_len, const std::string& points) {
-  const std::string section = "kernel_d" + std::to_string(d) + ".", f = which;
-  return {{section + f + "_tflops", tflops, points},
-          {section + f + "_half_len", half_len, "fitted with " + f + "_tflops through the same points"}};
+// The fixed cost of every kernel call on the GPU presets. Not determined by the published sweeps the curves are
+// fitted to (fit.hpp, 2.: they hold batch x S fixed, so a per-call cost and the per-tile half_len have one shape):
+// an assumption, and the curves are fitted net of it.
+constexpr double kLaunchUs = 2;
+const char* const kLaunchSource =
+    "assumption: the gap between back-to-back kernels on one stream, about 2 us; the published sweeps do not "
+    "determine it (cpsim calibrate --published: launches from 0 to the bound it prints fit them equally well)";
+
+std::string points_text(const std::vector<double>& tflops) {
+  std::string out;
+  for (double t : tflops) {
+    char v[16];
+    std::snprintf(v, sizeof v, "%.4g", t);
+    out += std::string(out.empty() ? "" : " ") + v;
+  }
+  return out;
 }
 
-const char* const kFa3 = "FlashAttention-3 paper (Shah et al. 2024), H100 SXM5 BF16, ";
-const char* const kDerivedBwd =
-    "causal backward = full backward x the causal/full forward ratio at each S (the paper plots no causal "
-    "backward; the rule reproduces FlashAttention-2's measured causal backward within 1%), fitted: ";
+std::string percent_text(double fraction) {
+  char v[16];
+  std::snprintf(v, sizeof v, "%.1f%%", fraction * 100);
+  return v;
+}
 
-Entries fa3_kernels() {
+// One curve fitted to a published sweep (fit.hpp, 1.), its tflops scaled by `scale`: both fields carry the sweep,
+// the fit and its residuals.
+Entries fitted_curve(const KernelSweep& sweep, double scale = 1, const std::string& scaled_by = "") {
+  const SweepFit f = fit_kernel_sweep(sweep, kLaunchUs);
+  const std::string which = std::string(sweep.backward ? "backward" : "forward") + (sweep.causal ? "_causal" : "_full");
+  const std::string section = "kernel_d" + std::to_string(sweep.head_dim) + "." + which;
+  const std::string source = sweep.source + ": " + points_text(sweep.tflops) +
+                             " TFLOP/s at S=512..16K; least squares of t = launch + flops / (tflops S / (S + "
+                             "half_len)), launch 2 us (cpsim calibrate --published): rms " +
+                             percent_text(f.rms) + ", worst " + percent_text(f.worst) + scaled_by;
+  return {{section + "_tflops", f.curve.tflops * scale, source},
+          {section + "_half_len", f.curve.half_len, "fitted with " + which + "_tflops through the same points"}};
+}
+
+// A head dim the publication has no backward for: another head dim's backward curves, said so.
+Entries assumed_backward(int d, int from, const Entries& from_entries) {
   Entries e;
-  const std::string f = kFa3;
-  add(e, curve(64, "forward_causal", 502.8, 825.0, f + "Fig. 5 causal d=64: 197 265 371 420 460 473 TFLOP/s"));
-  add(e, curve(64, "forward_full", 509.9, 277.5, f + "Fig. 5 non-causal d=64: 333 392 460 476 496 497"));
-  add(e, curve(64, "backward_causal", 493.0, 1029.5, kDerivedBwd + std::string("161 245 340 400 438 451")));
-  add(e, curve(64, "backward_full", 496.0, 404.5, f + "Fig. 6 backward d=64: 272 363 422 453 472 474"));
-  add(e, curve(128, "forward_causal", 654.8, 604.0, f + "Fig. 5 causal d=128: 292 423 521 579 602 616"));
-  add(e, curve(128, "forward_full", 668.9, 209.0, f + "Fig. 5 non-causal d=128: 467 565 625 638 646 648"));
-  add(e, curve(128, "backward_causal", 587.2, 944.0, kDerivedBwd + std::string("198 317 418 492 521 533")));
-  add(e, curve(128, "backward_full", 590.9, 427.0, f + "Fig. 6 backward d=128: 316 424 501 542 559 561"));
-  add(e, curve(256, "forward_causal", 692.4, 685.5, f + "Fig. 5 causal d=256: 286 427 537 612 628 642"));
-  add(e, curve(256, "forward_full", 786.7, 297.0, f + "Fig. 5 non-causal d=256: 482 639 707 736 746 756"));
-  add(e, curve(256, "backward_causal", 587.2, 944.0, "assumption: d=128's (the paper has no d=256 backward)"));
-  add(e, curve(256, "backward_full", 590.9, 427.0, "assumption: d=128's (the paper has no d=256 backward)"));
+  for (const Entry& x : from_entries) {
+    const std::string field = x.field.substr(x.field.find('.') + 1);
+    if (field.rfind("backward", 0) != 0) continue;
+    e.push_back({"kernel_d" + std::to_string(d) + "." + field, x.value,
+                 "assumption: d=" + std::to_string(from) + "'s (the paper has no d=" + std::to_string(d) +
+                     " backward)"});
+  }
   return e;
 }
 
-// FlashAttention-2: the paper's FlashAttention-2 bars (same figures), scaled by `fwd` and `bwd`.
-Entries fa2_kernels(double fwd, double bwd, const std::string& scaled_by) {
-  const std::string f = std::string("FlashAttention-2 bars of the ") + kFa3 + scaled_by;
+// The four curves of one head dim from a publication's sweeps, the causal backward derived (fit.hpp).
+Entries head_dim_kernels(const std::vector<KernelSweep>& sweeps, int d, double fwd_scale, double bwd_scale,
+                         const std::string& scaled_by) {
+  const KernelSweep& fc = find_sweep(sweeps, d, true, false);
+  const KernelSweep& ff = find_sweep(sweeps, d, false, false);
+  const KernelSweep& bf = find_sweep(sweeps, d, false, true);
   Entries e;
-  add(e, curve(64, "forward_causal", 307.7 * fwd, 359.5, f + "Fig. 5 causal d=64: 180 229 262 284 295 299"));
-  add(e, curve(64, "forward_full", 327.1 * fwd, 78.5, f + "Fig. 5 non-causal d=64: 282 306 318 321 322 324"));
-  add(e, curve(64, "backward_causal", 282.3 * bwd, 619.5, kDerivedBwd + std::string("126 178 218 247 263 269")));
-  add(e, curve(64, "backward_full", 296.0 * bwd, 252.0, f + "Fig. 6 backward d=64: 198 238 264 279 287 291"));
-  add(e, curve(128, "forward_causal", 350.4 * fwd, 404.0, f + "Fig. 5 causal d=128: 191 260 298 319 333 335"));
-  add(e, curve(128, "forward_full", 376.9 * fwd, 104.0, f + "Fig. 5 non-causal d=128: 309 350 362 368 370 370"));
-  add(e, curve(128, "backward_causal", 310.1 * bwd, 660.0, kDerivedBwd + std::string("132 193 240 269 286 292")));
-  add(e, curve(128, "backward_full", 329.0 * bwd, 273.5, f + "Fig. 6 backward d=128: 214 260 291 310 318 322"));
-  add(e, curve(256, "forward_causal", 306.8 * fwd, 237.0, f + "Fig. 5 causal d=256: 208 251 278 293 297 298"));
-  add(e, curve(256, "forward_full", 331.3 * fwd, 94.0, f + "Fig. 5 non-causal d=256: 275 313 321 323 324 326"));
-  add(e, curve(256, "backward_causal", 310.1 * bwd, 660.0, "assumption: d=128's (the paper has no d=256 backward)"));
-  add(e, curve(256, "backward_full", 329.0 * bwd, 273.5, "assumption: d=128's (the paper has no d=256 backward)"));
+  add(e, fitted_curve(fc, fwd_scale, scaled_by));
+  add(e, fitted_curve(ff, fwd_scale, scaled_by));
+  add(e, fitted_curve(derived_causal_backward(fc, ff, bf), bwd_scale, scaled_by));
+  add(e, fitted_curve(bf, bwd_scale, scaled_by));
+  return e;
+}
+
+// d = 64 and 128 from their sweeps; d = 256's forward from its own, its backward d = 128's.
+Entries kernels_of(const std::vector<KernelSweep>& sweeps, double fwd_scale = 1, double bwd_scale = 1,
+                   const std::string& scaled_by = "") {
+  Entries e;
+  add(e, head_dim_kernels(sweeps, 64, fwd_scale, bwd_scale, scaled_by));
+  const Entries d128 = head_dim_kernels(sweeps, 128, fwd_scale, bwd_scale, scaled_by);
+  add(e, d128);
+  add(e, fitted_curve(find_sweep(sweeps, 256, true, false), fwd_scale, scaled_by));
+  add(e, fitted_curve(find_sweep(sweeps, 256, false, false), fwd_scale, scaled_by));
+  add(e, assumed_backward(256, 128, d128));
   return e;
 }
 
@@ -139,16 +170,28 @@ Entries own_stack() {
           {"framework.grad_add_bytes_per_element", 0, "0: the kernel adds into dq, dk, dv itself"}};
 }
 
-// ring-flash-attention's stack (PyTorch, FlashAttention-2): what its published runs measured.
-Entries ring_flash_attention_stack() {
-  return {{"framework.step_us", 0,
-           "ring-flash-attention's per-step host work runs ahead of the GPU at 8K tokens per GPU; no fixed cost"},
+// ring-flash-attention's stack (PyTorch, FlashAttention-2): what its published runs measured. step_us: fitted to the
+// machine's published ring rows (fit_step_us), stored here.
+Entries ring_flash_attention_stack(const std::string& machine, double step_us) {
+  std::string rows;
+  for (const PublishedRingRun& r : ring_runs_on(machine)) {
+    char v[96];
+    std::snprintf(v, sizeof v, "%s%s %s %.1f", rows.empty() ? "" : ", ", std::string(sharding_name(r.sharding)).c_str(),
+                  r.backward ? "forward+backward" : "forward", r.per_s);
+    rows += v;
+  }
+  return {{"framework.step_us", step_us,
+           "least squares (relative time error, step_us >= 0) over ring-flash-attention's README ring rows on this "
+           "machine, it/s: " + rows + " (cpsim calibrate --published prints the fit and its residuals)"},
           {"framework.merge_bytes_per_element", 38,
            "ring-flash-attention utils.py update_out_and_lse keeps out in fp32 and merges in four elementwise "
            "passes: block_out.to(f32) 2+4, out-block_out 4+4+4, x sigmoid 4+4, out-x 4+4+4 = 38 bytes per element"},
           {"framework.grad_add_bytes_per_element", 10,
            "ring-flash-attention adds each block's bf16 dq/dk/dv buffer into fp32 accumulators: read 4+2, write 4"}};
 }
+
+// framework.step_us of the two ring-flash-attention presets: fit_step_us's result on each, to 0.1 us.
+constexpr double kH800StepUs = 136.5, kA100StepUs = 234.4;
 
 const char* const kCommSms =
     "NCCL runs a send/recv pair on 2 channels per peer (NCCL log '2 p2p channels per peer', nccl issue 1189), one "
@@ -162,13 +205,13 @@ std::string h100(const std::string& name, const std::string& description, bool c
       {"nodes.memory_gb", 80, "H100 SXM5: 80 GB HBM3 (NVIDIA H100 datasheet)"},
       {"attention.sm_count", 132, "H100 SXM5: 132 SMs (NVIDIA H100 datasheet)"},
       {"attention.tile_rows", 128, "FlashAttention-3 query tile of 128 rows at d=128"},
-      {"attention.launch_us", 2, "assumption: the gap between back-to-back kernels on one stream, about 2 us"},
+      {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 3000, "H100 SXM5 HBM3 3.35 TB/s (NVIDIA H100 datasheet) x 0.9 achievable (assumption)"},
       {"intra.gbps", 360, "nccl-tests all-gather busbw 360-370 GB/s on 8x H100 SXM (NVLink 4: 450 GB/s per direction)"},
       {"intra.p2p_gbps", 180,
        "nccl-tests sendrecv_perf between two H100s plateaus near 180 GB/s (nccl-tests issue 268)"},
   };
-  add(e, fa3_kernels());
+  add(e, kernels_of(flash_attention_3_sweeps()));
   add(e, nccl_latencies());
   if (cluster)
     add(e,
@@ -189,12 +232,12 @@ std::string h100(const std::string& name, const std::string& description, bool c
 // One HGX node as ring-flash-attention measured it: the hardware's entries, its FlashAttention-2 curves, NCCL's
 // latencies, the stack of ring-flash-attention.
 std::string ring_flash_attention_node(const std::string& name, const std::string& description, Entries e,
-                                      const Entries& kernels) {
+                                      const Entries& kernels, double step_us) {
   add(e, kernels);
   add(e, nccl_latencies());
   add(e, unused_network());
   add(e, {{"contention.comm_sms", 4, kCommSms}});
-  add(e, ring_flash_attention_stack());
+  add(e, ring_flash_attention_stack(name, step_us));
   return preset_text(name, description, e);
 }
 
@@ -205,7 +248,7 @@ std::string h800() {
       {"nodes.memory_gb", 80, "H800 SXM5: 80 GB HBM3"},
       {"attention.sm_count", 132, "DeepSeek-V3 technical report: 20 of the H800's 132 SMs run its communication"},
       {"attention.tile_rows", 128, "FlashAttention-2 forward tile of 128 query rows at d=128"},
-      {"attention.launch_us", 2, "assumption: the gap between back-to-back kernels on one stream, about 2 us"},
+      {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 3000, "H800 SXM5 HBM3 3.35 TB/s, as the H100 SXM5 x 0.9 achievable (assumption)"},
       {"intra.gbps", 160, "H800 NVLink: about 160 GB/s one way measured (deepseek-ai/DeepSeek-V3 issue 28)"},
       {"intra.p2p_gbps", 160, "the same measurement; DeepSeek-V3 technical report: NVLink 160 GB/s"},
@@ -214,19 +257,42 @@ std::string h800() {
   return ring_flash_attention_node("h800-sxm-8",
                                    "one HGX H800 node: 8 GPUs on NVLink (160 GB/s), FlashAttention-2 kernels, merges "
                                    "and gradient sums in PyTorch as ring-flash-attention runs them",
-                                   e, fa2_kernels(1, 1, "unscaled (the H800 has the H100's SMs); "));
+                                   e, kernels_of(flash_attention_2_sweeps(), 1, 1, "; unscaled (the H800 has the H100's SMs)"),
+                                   kH800StepUs);
+}
+
+// FlashAttention-2 on an A100: the H100 bars' shape over S (assumed), scaled so that the d=128 causal curves give
+// ring-flash-attention's one-GPU A100 run (8K tokens, 32 heads of 128, causal, launch included): the forward from
+// its forward it/s, the backward from forward+backward minus forward.
+Entries a100_kernels() {
+  const PublishedOneGpu& one = ring_flash_attention_one_gpu("a100-sxm-8");
+  const Problem p = ring_flash_attention_problem(1);
+  const auto& fa2 = flash_attention_2_sweeps();
+  const KernelSweep& fc = find_sweep(fa2, 128, true, false);
+  const KernelSweep bc =
+      derived_causal_backward(fc, find_sweep(fa2, 128, false, false), find_sweep(fa2, 128, false, true));
+  const double fwd_us = 1e6 / one.forward_per_s, bwd_us = 1e6 / one.total_per_s - fwd_us;
+  const auto scale = [&](const KernelSweep& s, double us) {
+    const Op op = square_attention(p.batch * p.heads, p.seq, p.head_dim, true, s.backward);
+    return curve_scale(fit_kernel_sweep(s, kLaunchUs).curve, static_cast<double>(p.seq), op.flops, us - kLaunchUs);
+  };
+  const double fwd = scale(fc, fwd_us), bwd = scale(bc, bwd_us);
+  char note[256];
+  std::snprintf(note, sizeof note,
+                "; x %.4f forward, %.4f backward: ring-flash-attention's one-GPU A100 run at 8K (%.1f it/s forward, "
+                "%.1f forward+backward), the shape over S assumed as on the H100",
+                fwd, bwd, one.forward_per_s, one.total_per_s);
+  return kernels_of(fa2, fwd, bwd, note);
 }
 
 std::string a100() {
-  // ring-flash-attention's one-GPU row on 8x A100 (8K tokens, 32 heads of 128, causal): 373.4 it/s forward,
-  // 94.7 forward+backward = 205.3 and 174.4 TFLOP/s; the FlashAttention-2 curves at 8K give 333.9 and 287.0.
   Entries e = {
       {"nodes.ranks_per_node", 8, "8 A100 SXM4 GPUs per HGX A100 board"},
       {"nodes.max_nodes", 1, "one node, as ring-flash-attention measured"},
       {"nodes.memory_gb", 80, "A100 SXM4 80GB (NVIDIA A100 datasheet)"},
       {"attention.sm_count", 108, "A100: 108 SMs (NVIDIA A100 datasheet)"},
       {"attention.tile_rows", 128, "FlashAttention-2 forward tile of 128 query rows at d=128"},
-      {"attention.launch_us", 2, "assumption: the gap between back-to-back kernels on one stream, about 2 us"},
+      {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 1800, "A100 SXM4 80GB HBM2e 2.04 TB/s (NVIDIA A100 datasheet) x 0.9 achievable (assumption)"},
       {"intra.gbps", 230, "nccl-tests busbw about 200-230 GB/s on one 8x A100 NVLink box (nccl-tests issue 149)"},
       {"intra.p2p_gbps", 230,
@@ -237,9 +303,7 @@ std::string a100() {
       "one HGX A100 node: 8 GPUs on NVLink 3, FlashAttention-2 kernels, merges and gradient sums in PyTorch as "
       "ring-flash-attention runs them",
       e,
-      fa2_kernels(205.3 / 333.9, 174.4 / 287.0,
-                  "scaled to ring-flash-attention's one-GPU A100 run at 8K (205.3 / 333.9 forward, 174.4 / 287.0 "
-                  "backward; the shape over S assumed as on the H100); "));
+      a100_kernels(), kA100StepUs);
 }
 
 std::string local_cpu() {

@@ -11,6 +11,7 @@
 
 #include "../cli/run_cli.hpp"
 #include "sim/model/cost.hpp"
+#include "sim/model/fit.hpp"
 
 using namespace cpsim;
 using namespace cpsim::model;
@@ -144,7 +145,8 @@ TEST_CASE("cpsim calibrate refuses input that is not what it names, in one line 
         Case{"calibrate --all-gather " + norank, "names no ranks"},
         Case{"calibrate --gpu-attention " + json, "not `cpsim bench gpu_attention"},
         Case{"calibrate --gpu-attention " + two_kernels, "several kernels (mma2, mma1)"},
-        Case{"calibrate --sendrecv /nonexistent/x.txt", "cannot be read"}}) {
+        Case{"calibrate --sendrecv /nonexistent/x.txt", "cannot be read"},
+        Case{"calibrate --published --sendrecv " + junk, "takes no tables"}}) {
     CAPTURE(args);
     const auto r = run_cli(args, "calibrate_bad");
     CHECK(r.rc == 2);
@@ -167,4 +169,34 @@ TEST_CASE("cpsim calibrate on a machine of the first format gives it kernel curv
         doctest::Approx(known.curves_for(128).forward_causal.tflops).epsilon(0.01));
   CHECK(got.sources.count("attention.forward_tflops") == 0);  // the first format's curve is gone, and its source
   CHECK(got.intra.collective_gbps == load_machine("local-cpu").intra.collective_gbps);
+}
+
+TEST_CASE("cpsim calibrate --published prints every preset fit with the values the presets hold") {
+  const auto r = run_cli("calibrate --published", "calibrate_published");
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.empty());
+  const auto one_decimal = [](double x) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%.1f", x);
+    return std::string(v);
+  };
+  // 1. Every sweep's fitted curve, as the H100 and H800 presets hold it.
+  for (const auto& [machine, sweeps] : {std::pair{"h100-sxm-8", &flash_attention_3_sweeps()},
+                                        std::pair{"h800-sxm-8", &flash_attention_2_sweeps()}}) {
+    const Machine m = load_machine(machine);
+    for (const KernelSweep& s : *sweeps) {
+      const KernelCurves k = m.curves_for(s.head_dim);
+      const KernelCurve& c = s.backward ? k.backward_full : (s.causal ? k.forward_causal : k.forward_full);
+      CAPTURE(s.source);
+      CHECK(r.out.find(" | " + one_decimal(c.tflops) + " | " + one_decimal(c.half_len) + " | ") != std::string::npos);
+    }
+  }
+  // 2. The launch's profile and 3. each step fit with the value stored beside it.
+  CHECK(r.out.find("largest launch with every half_len >= 0") != std::string::npos);
+  for (const char* name : {"h800-sxm-8", "a100-sxm-8"}) {
+    const Machine m = load_machine(name);
+    const std::string fitted = one_decimal(fit_step_us(m, ring_runs_on(name)).step_us);
+    CHECK(r.out.find("step_us = " + fitted + " us**, the preset stores " + one_decimal(m.step_us)) !=
+          std::string::npos);
+  }
 }

@@ -106,8 +106,13 @@ TEST_CASE("absurd machine values are refused with the field's plausible range") 
   const std::string slow = error_of(replace(good, "\"latency_us\": 3.4", "\"latency_us\": 1e308"));
   CHECK(slow.find("intra.latency_us") != std::string::npos);
   CHECK(slow.find("plausible range 0 .. 1e+06") != std::string::npos);
-  const std::string weak =
-      error_of(replace(good, "\"forward_causal_tflops\": 654.8", "\"forward_causal_tflops\": 1e-300"));
+  // d=128's causal forward rate (fitted, so its digits are not written here) replaced by an absurd one.
+  std::string tiny = good;
+  const auto at = tiny.find("\"forward_causal_tflops\": ", tiny.find("\"kernel_d128\""));
+  REQUIRE(at != std::string::npos);
+  const auto from = at + std::string("\"forward_causal_tflops\": ").size();
+  tiny.replace(from, tiny.find(',', from) - from, "1e-300");
+  const std::string weak = error_of(tiny);
   CHECK(weak.find("kernel_d128.forward_causal_tflops") != std::string::npos);
   CHECK(weak.find("plausible range") != std::string::npos);
   // A count too large is reported as out of range, not as "not a whole number".
@@ -170,7 +175,7 @@ TEST_CASE("a one-node machine refuses more ranks than it has GPUs") {
   CHECK_NOTHROW(check_fits(load_machine("h100-ib"), 256));
 }
 
-TEST_CASE("the H100 kernel curves are within 5% of FlashAttention-3's published rates, d = 64 and 128, 512-16K") {
+TEST_CASE("the H100 kernel curves are within 6% of FlashAttention-3's published rates, d = 64 and 128, 512-16K") {
   // FlashAttention-3 paper (Shah et al. 2024), H100 SXM5 BF16; B x S = 16K tokens, heads x D = 2048.
   struct Series {
     int d;
@@ -191,7 +196,7 @@ TEST_CASE("the H100 kernel curves are within 5% of FlashAttention-3's published 
       CAPTURE(s.backward);
       CAPTURE(S);
       const double model = tflops_of(m, square_attention(B * heads, S, s.d, s.causal, s.backward));
-      CHECK(relative_error(model, s.tflops[i]) <= 0.05);  // the fits' claim (docs/model.md); the goal is 15%
+      CHECK(relative_error(model, s.tflops[i]) <= 0.06);  // the fits: worst 5.4% (docs/model.md); the goal is 15%
     }
 }
 

@@ -1,0 +1,58 @@
+// Published measurements the presets are fitted to (fit.hpp) and the model is held against
+// (docs/predictions.md), each with its source. These are the only place the figures are written down.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/strategies/strategy.hpp"
+
+namespace cpsim::model {
+
+// One published kernel sweep: TFLOP/s at S = 512, 1K, 2K, 4K, 8K, 16K on a benchmark that keeps batch x S at
+// `tokens` and heads x D at `width` (the FlashAttention-3 paper's Fig. 5 and 6: 16K tokens, 2048), so that one
+// call of batch x heads causal (or full) squares of side S is timed at each S.
+struct KernelSweep {
+  std::string source;  // publication, figure, curve
+  int head_dim = 0;
+  bool causal = false, backward = false;
+  std::vector<double> seqs, tflops;
+  std::int64_t tokens = 16384, width = 2048;
+  std::vector<std::int64_t> point_tokens;  // per point, for a benchmark that varies batch x S (else `tokens`)
+  std::int64_t batch_heads(std::size_t i) const {
+    const std::int64_t t = point_tokens.empty() ? tokens : point_tokens[i];
+    return t / static_cast<std::int64_t>(seqs[i]) * (width / head_dim);
+  }
+};
+
+// FlashAttention-3 on one H100 SXM5, BF16 (Shah et al. 2024): forward causal and non-causal at d = 64, 128, 256
+// (Fig. 5), backward non-causal at d = 64, 128 (Fig. 6; the paper plots no causal backward and no d = 256 one).
+const std::vector<KernelSweep>& flash_attention_3_sweeps();
+// FlashAttention-2 on the same H100, the same figures' FlashAttention-2 bars.
+const std::vector<KernelSweep>& flash_attention_2_sweeps();
+// The sweep of `sweeps` with that head dim, direction and masking; throws Error when there is none.
+const KernelSweep& find_sweep(const std::vector<KernelSweep>& sweeps, int head_dim, bool causal, bool backward);
+
+// zhuzilin/ring-flash-attention's README ("batch api" table): Llama3-8B attention, 8K tokens per GPU on 8 GPUs,
+// iterations per second of the whole attention, forward or forward + backward.
+struct PublishedRingRun {
+  std::string machine;                   // the preset that describes the GPUs and the stack: "h800-sxm-8", "a100-sxm-8"
+  Sharding sharding = Sharding::zigzag;  // zigzag_ring_flash_attn, ring_flash_attn (contiguous), stripe_flash_attn
+  bool backward = false;
+  double per_s = 0;
+};
+const std::vector<PublishedRingRun>& ring_flash_attention_runs();
+// The same table's stripe_flash_attn column (Striped Attention: token i on rank i mod C, cpsim's `striped`
+// sharding): no fit uses them, so they check the fitted step cost out of sample.
+const std::vector<PublishedRingRun>& ring_flash_attention_stripe_runs();
+// The same table's one-GPU runs (flash_attn on 8K tokens): it/s forward and forward + backward.
+struct PublishedOneGpu {
+  std::string machine;
+  double forward_per_s = 0, total_per_s = 0;
+};
+const PublishedOneGpu& ring_flash_attention_one_gpu(const std::string& machine);
+// Its benchmark's shape (benchmark/benchmark_kvpacked_func.py): bf16, batch 1, 32 query heads, 8 KV heads, D = 128,
+// causal, 8K tokens per rank on `ranks` ranks.
+Problem ring_flash_attention_problem(int ranks);
+
+}  // namespace cpsim::model
