@@ -20,11 +20,14 @@
 // default each backend runs its own: threads direct, processes direct for small chunks and the ring for large
 // ones; docs/backends-threads-processes.md).
 #include <algorithm>
+#include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "sim/cli/bench_comm_goals.hpp"
@@ -174,6 +177,40 @@ double memcpy_gbps(std::size_t bytes) {
   return static_cast<double>(bytes) / best / 1e9;
 }
 
+// The machine's copy bound for one call: `copies` copies of `chunk` bytes, shared by two threads (one per core of a
+// 2-core machine), each copy from its own source chunk into its own destination chunk (the call's footprint: 2 x
+// copies x chunk bytes, warm); microseconds per call, the best of kMemcpyRuns runs of calls taking about 2 ms each.
+// Every backend makes at least these copies per call (one per byte received), so none can be faster: sendrecv C
+// copies of its size, all_gather and all_to_all C (C-1) of one chunk.
+double two_thread_copy_us(std::size_t chunk, int copies) {
+  constexpr int kMemcpyRuns = 7, kThreads = 2;
+  chunk = std::max<std::size_t>(chunk, 1);
+  const int each = std::max(1, copies / kThreads);
+  const std::size_t span = chunk * static_cast<std::size_t>(each);
+  const int iters = static_cast<int>(std::clamp<std::size_t>((std::size_t{20} << 20) / span, 2, 100000));
+  std::vector<double> best(kThreads, 1e300);
+  std::barrier sync(kThreads);
+  auto body = [&](int t) {
+    std::vector<char> src(span, 1), dst(span, 0);
+    std::memcpy(dst.data(), src.data(), span);  // warm
+    for (int run = 0; run < kMemcpyRuns; ++run) {
+      sync.arrive_and_wait();
+      const auto t0 = Clock::now();
+      for (int i = 0; i < iters; ++i) {
+        src[(static_cast<std::size_t>(i) * 64) % span] = static_cast<char>(i);  // the copies cannot be merged away
+        for (int c = 0; c < each; ++c) std::memcpy(dst.data() + c * chunk, src.data() + c * chunk, chunk);
+      }
+      best[t] = std::min(best[t], std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters);
+    }
+    volatile char sink = dst[span / 2];
+    (void)sink;
+  };
+  std::thread other(body, 1);
+  body(0);
+  other.join();
+  return std::max(best[0], best[1]);  // a call lasts as long as its slower half
+}
+
 struct Row {
   std::size_t size = 0, chunk_bytes = 0;
   double us = 0, algbw = 0, busbw = 0, memcpy = 0;
@@ -304,6 +341,18 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
       rows.push_back(row);
     }
   const std::vector<RatioGoal> goals = evaluate_ratio_goals(rows);
+  // The copy bound of the rows the goals cover (two_thread_copy_us), measured after the backends.
+  struct Bound {
+    const SideRow* row;
+    double us, busbw;
+  };
+  std::vector<Bound> bounds;
+  for (const SideRow& row : rows) {
+    if (row.op == Op::reduce_scatter || row.chunk < kGoalChunkLow || row.chunk > kGoalChunkHigh) continue;
+    const int copies = row.op == Op::sendrecv ? ranks : ranks * (ranks - 1);
+    const double us = two_thread_copy_us(row.chunk, copies);
+    bounds.push_back({&row, us, static_cast<double>(row.size) / (us * 1e-6) / 1e9 * bus_factor(row.op, ranks)});
+  }
   const LatencyGoal lat[2] = {latency_goal(true, latency[0]), latency_goal(false, latency[1])};
   const bool listed[2] = {std::find(backends.begin(), backends.end(), Backend::threads) != backends.end(),
                           std::find(backends.begin(), backends.end(), Backend::processes) != backends.end()};
@@ -339,6 +388,11 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
       j.begin_object().key("goal").value(std::string(t == 0 ? "threads" : "processes") +
                                          " sendrecv 1K <= " + std::to_string(static_cast<int>(lat[t].goal_us)) + " us");
       j.key("us").value(*lat[t].us).key("met").value(lat[t].met()).end_object();
+    }
+    j.end_array().key("copy_bound").begin_array();
+    for (const Bound& b : bounds) {
+      j.begin_object().key("op").value(op_name(b.row->op)).key("size").value(static_cast<std::int64_t>(b.row->size));
+      j.key("time_us").value(b.us).key("busbw_gbps").value(b.busbw).end_object();
     }
     j.end_array().end_object();
     std::cout << j.str() << "\n";
@@ -379,6 +433,23 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
     }
   }
   print_goals(goals, lat, listed);
+  if (!bounds.empty()) {
+    std::printf(
+        "#\n# copy bound: the call's copies (sendrecv C of its size, all_gather and all_to_all C (C-1) of one chunk) "
+        "made by two threads, one per core, between warm buffers; best of 7. No backend can beat it; each backend's "
+        "busbw as a fraction of it:\n");
+    std::printf("#   %-12s %7s %12s  %-10s%s\n", "op", "chunk", "bound GB/s", "fraction:", names.c_str());
+    for (const Bound& b : bounds) {
+      std::printf("#   %-12s %7s %12.2f  %-10s", op_name(b.row->op), human(b.row->chunk).c_str(), b.busbw, "");
+      for (Backend be : backends) {
+        const std::optional<double>& v = be == Backend::threads     ? b.row->threads
+                                         : be == Backend::processes ? b.row->processes
+                                                                    : b.row->mpi;
+        std::printf(" %10.2f", v ? *v / b.busbw : 0.0);
+      }
+      std::printf("\n");
+    }
+  }
   return 0;
 }
 
