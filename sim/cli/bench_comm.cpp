@@ -436,8 +436,9 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
   if (!bounds.empty()) {
     std::printf(
         "#\n# copy bound: the call's copies (sendrecv C of its size, all_gather and all_to_all C (C-1) of one chunk) "
-        "made by two threads, one per core, between warm buffers; best of 7. No backend can beat it; each backend's "
-        "busbw as a fraction of it:\n");
+        "made by two threads, one per core, between warm buffers, best of 7, after the tables: on a quiet machine no "
+        "backend can beat it (other work on the machine moves it as it moves the tables); each backend's busbw as a "
+        "fraction of it:\n");
     std::printf("#   %-12s %7s %12s  %-10s%s\n", "op", "chunk", "bound GB/s", "fraction:", names.c_str());
     for (const Bound& b : bounds) {
       std::printf("#   %-12s %7s %12.2f  %-10s", op_name(b.row->op), human(b.row->chunk).c_str(), b.busbw, "");
