@@ -4,8 +4,9 @@
 //   size   nccl-tests' meaning: sendrecv bytes per rank; all_gather the gathered output; reduce_scatter the input
 //          of each rank; all_to_all each rank's buffer. Each rank's chunk (one message, per peer) is size / C, except
 //          for sendrecv (size).
-//   time   the slowest rank's mean time per call, calls back to back after a barrier; best of 3 such runs
-//          (the machine may be shared: the best run is the one least disturbed).
+//   time   the slowest rank's mean time per call, calls back to back after a barrier (about 20 ms of them, by the
+//          size and by the warm-up calls' time); best of 3 such runs (the machine may be shared: the best run is the
+//          one least disturbed).
 //   algbw  size / time;  busbw = algbw x factor: sendrecv 1, the three collectives (C-1)/C (nccl-tests).
 //   #wrong elements that differ from the call's definition in a checked call made before the timed ones.
 //   memcpy single-thread memcpy of one chunk between two warm buffers of the chunk's size, the best of 7 runs
@@ -60,10 +61,13 @@ std::size_t chunk_count(Op op, std::size_t size, int c) {
   return op == Op::sendrecv ? size / 4 : size / 4 / c;
 }
 
-// Calls per timed run: enough to take ~20 ms at 5 GB/s, at least 3 and at most 1000.
+// Calls per timed run: enough to take ~20 ms at 5 GB/s, at least 3 and at most 1000; and no more than the warm-up
+// calls say fit in kRunUs (sweep below), so that a machine busy with other work, where each call can cost a
+// scheduler slice, does not make the sweep minutes long.
 int iterations(std::size_t size) {
   return static_cast<int>(std::clamp<std::size_t>((std::size_t{100} << 20) / std::max<std::size_t>(size, 1), 3, 1000));
 }
+constexpr double kRunUs = 20000;
 constexpr int kRuns = 3;
 
 // Input element i of rank r's message for rank p: small integers, so the float sums of reduce_scatter are exact.
@@ -135,8 +139,14 @@ std::string sweep(Op op, Communicator& comm, const std::vector<std::size_t>& siz
     fill(op, b, r, c, n);
     call(op, comm, b, n);
     const std::int64_t bad = wrong(op, b, r, c, n);
-    const int iters = iterations(size);
-    for (int i = 0; i < std::min(iters, 5); ++i) call(op, comm, b, n);
+    // Warm-up calls, timed: every rank takes the slowest rank's time per call, so that all make the same calls.
+    const int warm = std::min(iterations(size), 5);
+    const auto w0 = Clock::now();
+    for (int i = 0; i < warm; ++i) call(op, comm, b, n);
+    const double mine = std::chrono::duration<double, std::micro>(Clock::now() - w0).count() / warm;
+    double slowest = mine;
+    comm.all_reduce(&mine, &slowest, 1, DType::f64, ReduceOp::max);
+    const int iters = static_cast<int>(std::clamp(kRunUs / std::max(slowest, 1e-3), 3.0, double(iterations(size))));
     // Best of kRuns: each run's time is the slowest rank's, so every rank reports every run.
     for (int run = 0; run < kRuns; ++run) {
       comm.barrier();
