@@ -4,8 +4,9 @@
 //   size   nccl-tests' meaning: sendrecv bytes per rank; all_gather the gathered output; reduce_scatter the input
 //          of each rank; all_to_all each rank's buffer. Each rank's chunk (one message, per peer) is size / C, except
 //          for sendrecv (size).
-//   time   the slowest rank's mean time per call, calls back to back after a barrier; best of 3 such runs
-//          (the machine may be shared: the best run is the one least disturbed).
+//   time   the slowest rank's mean time per call, calls back to back after a barrier (about 20 ms of them, by the
+//          size and by the warm-up calls' time); best of 3 such runs (the machine may be shared: the best run is the
+//          one least disturbed).
 //   algbw  size / time;  busbw = algbw x factor: sendrecv 1, the three collectives (C-1)/C (nccl-tests).
 //   #wrong elements that differ from the call's definition in a checked call made before the timed ones.
 //   memcpy single-thread memcpy of one chunk between two warm buffers of the chunk's size, the best of 7 runs
@@ -20,11 +21,14 @@
 // default each backend runs its own: threads direct, processes direct for small chunks and the ring for large
 // ones; docs/backends-threads-processes.md).
 #include <algorithm>
+#include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "sim/cli/bench_comm_goals.hpp"
@@ -57,10 +61,13 @@ std::size_t chunk_count(Op op, std::size_t size, int c) {
   return op == Op::sendrecv ? size / 4 : size / 4 / c;
 }
 
-// Calls per timed run: enough to take ~20 ms at 5 GB/s, at least 3 and at most 1000.
+// Calls per timed run: enough to take ~20 ms at 5 GB/s, at least 3 and at most 1000; and no more than the warm-up
+// calls say fit in kRunUs (sweep below), so that a machine busy with other work, where each call can cost a
+// scheduler slice, does not make the sweep minutes long.
 int iterations(std::size_t size) {
   return static_cast<int>(std::clamp<std::size_t>((std::size_t{100} << 20) / std::max<std::size_t>(size, 1), 3, 1000));
 }
+constexpr double kRunUs = 20000;
 constexpr int kRuns = 3;
 
 // Input element i of rank r's message for rank p: small integers, so the float sums of reduce_scatter are exact.
@@ -132,8 +139,14 @@ std::string sweep(Op op, Communicator& comm, const std::vector<std::size_t>& siz
     fill(op, b, r, c, n);
     call(op, comm, b, n);
     const std::int64_t bad = wrong(op, b, r, c, n);
-    const int iters = iterations(size);
-    for (int i = 0; i < std::min(iters, 5); ++i) call(op, comm, b, n);
+    // Warm-up calls, timed: every rank takes the slowest rank's time per call, so that all make the same calls.
+    const int warm = std::min(iterations(size), 5);
+    const auto w0 = Clock::now();
+    for (int i = 0; i < warm; ++i) call(op, comm, b, n);
+    const double mine = std::chrono::duration<double, std::micro>(Clock::now() - w0).count() / warm;
+    double slowest = mine;
+    comm.all_reduce(&mine, &slowest, 1, DType::f64, ReduceOp::max);
+    const int iters = static_cast<int>(std::clamp(kRunUs / std::max(slowest, 1e-3), 3.0, double(iterations(size))));
     // Best of kRuns: each run's time is the slowest rank's, so every rank reports every run.
     for (int run = 0; run < kRuns; ++run) {
       comm.barrier();
@@ -193,6 +206,40 @@ double memcpy_gbps(std::size_t bytes) {
   volatile char sink = b[bytes / 2];
   (void)sink;
   return static_cast<double>(bytes) / best / 1e9;
+}
+
+// The machine's copy bound for one call: `copies` copies of `chunk` bytes, shared by two threads (one per core of a
+// 2-core machine), each copy from its own source chunk into its own destination chunk (the call's footprint: 2 x
+// copies x chunk bytes, warm); microseconds per call, the best of kMemcpyRuns runs of calls taking about 2 ms each.
+// Every backend makes at least these copies per call (one per byte received), so none can be faster: sendrecv C
+// copies of its size, all_gather and all_to_all C (C-1) of one chunk.
+double two_thread_copy_us(std::size_t chunk, int copies) {
+  constexpr int kMemcpyRuns = 7, kThreads = 2;
+  chunk = std::max<std::size_t>(chunk, 1);
+  const int each = std::max(1, copies / kThreads);
+  const std::size_t span = chunk * static_cast<std::size_t>(each);
+  const int iters = static_cast<int>(std::clamp<std::size_t>((std::size_t{20} << 20) / span, 2, 100000));
+  std::vector<double> best(kThreads, 1e300);
+  std::barrier sync(kThreads);
+  auto body = [&](int t) {
+    std::vector<char> src(span, 1), dst(span, 0);
+    std::memcpy(dst.data(), src.data(), span);  // warm
+    for (int run = 0; run < kMemcpyRuns; ++run) {
+      sync.arrive_and_wait();
+      const auto t0 = Clock::now();
+      for (int i = 0; i < iters; ++i) {
+        src[(static_cast<std::size_t>(i) * 64) % span] = static_cast<char>(i);  // the copies cannot be merged away
+        for (int c = 0; c < each; ++c) std::memcpy(dst.data() + c * chunk, src.data() + c * chunk, chunk);
+      }
+      best[t] = std::min(best[t], std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters);
+    }
+    volatile char sink = dst[span / 2];
+    (void)sink;
+  };
+  std::thread other(body, 1);
+  body(0);
+  other.join();
+  return std::max(best[0], best[1]);  // a call lasts as long as its slower half
 }
 
 struct Row {
@@ -325,6 +372,18 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
       rows.push_back(row);
     }
   const std::vector<RatioGoal> goals = evaluate_ratio_goals(rows);
+  // The copy bound of the rows the goals cover (two_thread_copy_us), measured after the backends.
+  struct Bound {
+    const SideRow* row;
+    double us, busbw;
+  };
+  std::vector<Bound> bounds;
+  for (const SideRow& row : rows) {
+    if (row.op == Op::reduce_scatter || row.chunk < kGoalChunkLow || row.chunk > kGoalChunkHigh) continue;
+    const int copies = row.op == Op::sendrecv ? ranks : ranks * (ranks - 1);
+    const double us = two_thread_copy_us(row.chunk, copies);
+    bounds.push_back({&row, us, static_cast<double>(row.size) / (us * 1e-6) / 1e9 * bus_factor(row.op, ranks)});
+  }
   const LatencyGoal lat[2] = {latency_goal(true, latency[0]), latency_goal(false, latency[1])};
   const bool listed[2] = {std::find(backends.begin(), backends.end(), Backend::threads) != backends.end(),
                           std::find(backends.begin(), backends.end(), Backend::processes) != backends.end()};
@@ -360,6 +419,11 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
       j.begin_object().key("goal").value(std::string(t == 0 ? "threads" : "processes") +
                                          " sendrecv 1K <= " + std::to_string(static_cast<int>(lat[t].goal_us)) + " us");
       j.key("us").value(*lat[t].us).key("met").value(lat[t].met()).end_object();
+    }
+    j.end_array().key("copy_bound").begin_array();
+    for (const Bound& b : bounds) {
+      j.begin_object().key("op").value(op_name(b.row->op)).key("size").value(static_cast<std::int64_t>(b.row->size));
+      j.key("time_us").value(b.us).key("busbw_gbps").value(b.busbw).end_object();
     }
     j.end_array().end_object();
     std::cout << j.str() << "\n";
@@ -400,6 +464,24 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
     }
   }
   print_goals(goals, lat, listed);
+  if (!bounds.empty()) {
+    std::printf(
+        "#\n# copy bound: the call's copies (sendrecv C of its size, all_gather and all_to_all C (C-1) of one chunk) "
+        "made by two threads, one per core, between warm buffers, best of 7, after the tables: on a quiet machine no "
+        "backend can beat it (other work on the machine moves it as it moves the tables); each backend's busbw as a "
+        "fraction of it:\n");
+    std::printf("#   %-12s %7s %12s  %-10s%s\n", "op", "chunk", "bound GB/s", "fraction:", names.c_str());
+    for (const Bound& b : bounds) {
+      std::printf("#   %-12s %7s %12.2f  %-10s", op_name(b.row->op), human(b.row->chunk).c_str(), b.busbw, "");
+      for (Backend be : backends) {
+        const std::optional<double>& v = be == Backend::threads     ? b.row->threads
+                                         : be == Backend::processes ? b.row->processes
+                                                                    : b.row->mpi;
+        std::printf(" %10.2f", v ? *v / b.busbw : 0.0);
+      }
+      std::printf("\n");
+    }
+  }
   return 0;
 }
 

@@ -88,6 +88,7 @@ int cmd_run(const std::vector<std::string>& args) {
   RunConfig cfg = to_run_config(opts, vm);
   cfg.check = vm.count("check") > 0;
   cfg.keep_inputs = !dump_dir.empty();
+  cfg.keep_outputs = !dump_dir.empty();  // only --dump reads them (a check keeps them anyway)
 
   // Every output path, and that no two outputs or inputs are the same file, before the run.
   check_output_dir("dump", dump_dir, dump_files(cfg.backward));

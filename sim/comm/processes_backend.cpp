@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "sim/comm/shm_engine.hpp"
 #include "sim/comm/shm_heap.hpp"
 #include "sim/comm/shm_segment.hpp"
+#include "sim/comm/wait_policy.hpp"
 #include "sim/core/bytes.hpp"
 
 namespace cpsim {
@@ -32,7 +34,7 @@ constexpr int kExitFailed = 70;
 constexpr int kExitStopped = 71;
 // After a failure, ranks busy computing (not waiting) get this long to notice before they are killed.
 constexpr auto kGrace = std::chrono::milliseconds(1000);
-// How often the launcher looks for children that exited, when no result chunk wakes it earlier.
+// How often the launcher looks for children that exited, when neither a result chunk nor SIGCHLD wakes it earlier.
 constexpr auto kReapEvery = std::chrono::microseconds(5000);
 
 const Envelope kResultEnvelope{kControlContext, Channel::control, CollectiveKind::none, 0, 0};
@@ -74,10 +76,20 @@ extern "C" void on_stop_signal(int sig) {
   g_stop_signal = sig;
 }
 
+// SIGCHLD while a launch runs rings the launcher's doorbell, so that a rank's exit is reaped at once rather than at the
+// next kReapEvery tick (the last rank's exit is on the run's critical path). Ringing is a lock-free atomic add and a
+// futex wake: both async-signal-safe.
+std::atomic<Doorbell*> g_child_bell{nullptr};
+extern "C" void on_child_exit(int) {
+  const int saved = errno;
+  if (Doorbell* bell = g_child_bell.load()) bell->ring();
+  errno = saved;
+}
+
 class StopSignals {
  public:
   static constexpr int kSignals[] = {SIGINT, SIGTERM};
-  StopSignals() {
+  explicit StopSignals(Doorbell& launcher_bell) {
     g_stop_signal = 0;
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
@@ -87,23 +99,44 @@ class StopSignals {
       taken_[i] = old_[i].sa_handler != SIG_IGN;
       if (taken_[i]) sigaction(kSignals[i], &sa, nullptr);
     }
+    // SIGCHLD: only where nobody else handles it (its default is to be ignored), and never SA_NOCLDWAIT's auto-reaping.
+    sigaction(SIGCHLD, nullptr, &old_child_);
+    child_taken_ = old_child_.sa_handler == SIG_DFL && !(old_child_.sa_flags & SA_SIGINFO);
+    if (child_taken_) {
+      g_child_bell.store(&launcher_bell);
+      struct sigaction sc {};
+      sc.sa_handler = on_child_exit;
+      sigemptyset(&sc.sa_mask);
+      sc.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+      sigaction(SIGCHLD, &sc, nullptr);
+    }
   }
   ~StopSignals() { restore(); }
   void restore() {
     if (restored_) return;
     for (std::size_t i = 0; i < std::size(kSignals); ++i)
       if (taken_[i]) sigaction(kSignals[i], &old_[i], nullptr);
+    if (child_taken_) {
+      sigaction(SIGCHLD, &old_child_, nullptr);
+      g_child_bell.store(nullptr);
+    }
     restored_ = true;
   }
   // In a rank process: the default action for the signals the launcher took over; ignored ones stay ignored.
   void reset_in_rank() const {
     for (std::size_t i = 0; i < std::size(kSignals); ++i)
       if (taken_[i]) std::signal(kSignals[i], SIG_DFL);
+    if (child_taken_) {
+      std::signal(SIGCHLD, SIG_DFL);
+      g_child_bell.store(nullptr);
+    }
   }
 
  private:
   struct sigaction old_[std::size(kSignals)] {};
   bool taken_[std::size(kSignals)] = {};
+  struct sigaction old_child_ {};
+  bool child_taken_ = false;
   bool restored_ = false;
 };
 
@@ -321,7 +354,7 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
   const ShmWorld world(segment.data(), c, arena, true);
   ShmEngine engine(world, c, opt.timeout);  // the launcher's endpoint: receives results
   std::vector<Child> children(c);
-  StopSignals signals;
+  StopSignals signals(world.bell(c));
   const auto epoch = Recorder::Clock::now();
   const pid_t parent = ::getpid();
   flush_output();  // children must not inherit unwritten output

@@ -1,15 +1,15 @@
 // The threads backend: C ranks as std::threads of one process, exchanging messages through per-rank
 // mailboxes in process memory (threads_world.hpp; docs/backends-threads-processes.md).
 //
-// A message is written once into memory its receiver owns, by whichever of the two ranks posts second, at the
-// moment it posts (threads_world.hpp):
-//   - a receive already posted: the sender copies straight into the receive buffer;
-//   - small messages (<= kThreadsEagerBytes) sent before the receive: copied into the receiver's mailbox at
-//     send time (the send completes at once); the receive later copies them out of its own mailbox;
-//   - large messages sent before the receive: the send waits in the receiver's mailbox; the receive, when
-//     posted, copies straight out of the sender's buffer and completes the send (the only time a rank reads
-//     another rank's buffer: for that one copy into its own memory).
-// No copy waits for the other rank to be scheduled, so isend + irecv + compute + wait around a ring always
+// A message is written once into memory its receiver owns (threads_world.hpp):
+//   - small messages (<= kThreadsEagerBytes) to a receive already posted: the sender copies straight into the
+//     receive buffer;
+//   - small messages sent before the receive: copied into the receiver's mailbox at send time (the send
+//     completes at once); the receive later copies them out of its own mailbox;
+//   - large messages: the receiving rank copies straight out of the sender's buffer, when it posts the receive
+//     (the message came first) or in its next wait or test (the receive came first), and completes the send
+//     (the only time a rank reads another rank's buffer: for that one copy into its own memory).
+// Every rank's waits and tests make its pending copies, so isend + irecv + compute + wait around a ring always
 // progresses, in any wait order.
 #pragma once
 #include <cstddef>

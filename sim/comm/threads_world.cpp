@@ -13,7 +13,8 @@ namespace threads_detail {
 
 using Clock = std::chrono::steady_clock;
 
-enum RecvState : int { kPosted, kCopying, kDone, kFailed, kCancelled };
+enum RecvState : int { kPosted, kCopying, kMatched, kDone, kFailed, kCancelled };
+struct SendOp;
 struct RecvOp {
   Envelope env;
   int src = 0;
@@ -22,9 +23,10 @@ struct RecvOp {
   std::optional<Fold> fold;  // receive-and-reduce: buf = op(message, fold->own)
   std::atomic<int> state{kPosted};
   std::string error;  // written before state becomes kFailed
+  std::shared_ptr<SendOp> sender;  // kMatched: the large send this receive copies from (set before the state)
 };
 
-// A large send that arrived before its receive: the receive copies out of `buf`.
+// A large send: the receive copies out of `buf` (arrived before its receive, or matched to a posted one).
 enum SendState : int { kWaiting, kClaimed, kSent, kSendCancelled };
 struct SendOp {
   MessageHeader hdr;
@@ -44,6 +46,8 @@ struct Mailbox {
   std::mutex m;
   std::deque<Parcel> arrived;                   // in arrival order
   std::vector<std::shared_ptr<RecvOp>> posted;  // in posting order
+  std::vector<std::shared_ptr<RecvOp>> matched;  // posted receives a large send has come to: this rank copies them
+  std::atomic<bool> any_matched{false};          // matched is not empty (read without the lock)
   std::vector<std::vector<std::byte>> spare;    // eager buffers to reuse: the hot path does not allocate
   Doorbell bell;                                // rung when an operation of this rank completes
   bool broken = false;                          // a wait of this rank failed: later waits fail at once (own thread)
@@ -113,7 +117,10 @@ struct RecvImpl final : Request::Impl {
   RecvImpl(ThreadsWorld& world, int rank, std::shared_ptr<RecvOp> o) : w(world), me(rank), op(std::move(o)) {}
   ~RecvImpl() override { w.cancel_recv(me, op); }
   void wait() override { w.wait_recv(me, *op); }
-  bool test() override { return w.recv_done(*op); }
+  bool test() override {
+    w.serve(me);
+    return w.recv_done(*op);
+  }
 };
 
 struct SendImpl final : Request::Impl {
@@ -127,7 +134,10 @@ struct SendImpl final : Request::Impl {
   void wait() override {
     if (op) w.wait_send(me, *op);
   }
-  bool test() override { return !op || ThreadsWorld::send_done(*op); }
+  bool test() override {
+    w.serve(me);
+    return !op || ThreadsWorld::send_done(*op);
+  }
 };
 
 }  // namespace
@@ -137,18 +147,33 @@ Pending ThreadsWorld::send(int me, const Envelope& env, const void* buf, std::si
   Mailbox& b = *boxes_[dst];
   std::shared_ptr<RecvOp> target;
   {
-    std::lock_guard lk(b.m);
+    std::unique_lock lk(b.m);
     auto it = std::find_if(b.posted.begin(), b.posted.end(), [&](const auto& r) { return matches(r->env, r->src, h); });
     if (it != b.posted.end()) {
-      // 1. The receive came first: claim it; we copy, outside the lock.
       target = *it;
       b.posted.erase(it);
       const std::string err = match_error(dst, target->env, target->bytes, h);
       if (!err.empty()) {
         target->error = err;
         target->state.store(kFailed);
-      } else {
+      } else if (bytes <= kThreadsEagerBytes) {
+        // 1a. The receive came first, the message is small: claim it; we copy, outside the lock.
         target->state.store(kCopying);
+      } else {
+        // 1b. The receive came first, the message is large: its rank copies it, in its next call (serve below), so
+        // that every rank makes the copies into its own buffers (with more ranks than cores, copies made by whoever
+        // runs pile up on one core while the other's ranks sit waiting).
+        auto op = std::make_shared<SendOp>();
+        op->hdr = h;
+        op->buf = buf;
+        op->dst = dst;
+        target->sender = op;
+        target->state.store(kMatched);
+        b.matched.push_back(std::move(target));
+        b.any_matched.store(true);
+        lk.unlock();
+        ring(dst);
+        return std::make_unique<SendImpl>(*this, me, std::move(op));
       }
     } else if (bytes <= kThreadsEagerBytes) {
       // 2. Small and early: into the receiver's mailbox now; the send is complete.
@@ -225,6 +250,28 @@ Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t b
   return std::make_unique<RecvImpl>(*this, me, op);
 }
 
+void ThreadsWorld::serve(int me) {
+  Mailbox& b = *boxes_[me];
+  if (!b.any_matched.load()) return;
+  std::vector<std::shared_ptr<RecvOp>> mine;
+  {
+    std::lock_guard lk(b.m);
+    mine.swap(b.matched);
+    b.any_matched.store(false);
+  }
+  for (const auto& op : mine) {
+    if (op->state.load() != kMatched) continue;  // cancelled since
+    SendOp& sender = *op->sender;
+    int waiting = kWaiting;
+    // A cancelled sender (its rank is failing) sends nothing: the receive stays pending until the run aborts.
+    if (!sender.state.compare_exchange_strong(waiting, kClaimed)) continue;
+    land(*op, sender.buf);
+    op->state.store(kDone);
+    sender.state.store(kSent);
+    ring(sender.hdr.src);
+  }
+}
+
 bool ThreadsWorld::recv_done(const RecvOp& op) const {
   const int st = op.state.load();
   if (st == kFailed) throw Error(op.error);
@@ -236,6 +283,12 @@ bool ThreadsWorld::send_done(const SendOp& op) {
 }
 
 void ThreadsWorld::cancel_recv(int me, const std::shared_ptr<RecvOp>& op) {
+  if (op->state.load() == kMatched) {  // only this rank leaves kMatched: its sender is released, nothing is copied
+    int waiting = kWaiting;
+    if (op->sender->state.compare_exchange_strong(waiting, kSent)) ring(op->sender->hdr.src);
+    op->state.store(kCancelled);
+    return;
+  }
   if (op->state.load() == kPosted) {
     Mailbox& b = *boxes_[me];
     std::lock_guard lk(b.m);
@@ -294,12 +347,22 @@ void ThreadsWorld::wait_for(int me, Done done, const Envelope& env, bool sending
 
 void ThreadsWorld::wait_recv(int me, const RecvOp& op) {
   wait_for(
-      me, [&] { return recv_done(op); }, op.env, false, op.src);
+      me,
+      [&] {
+        serve(me);
+        return recv_done(op);
+      },
+      op.env, false, op.src);
 }
 
 void ThreadsWorld::wait_send(int me, const SendOp& op) {
   wait_for(
-      me, [&] { return send_done(op); }, op.hdr.env, true, op.dst);
+      me,
+      [&] {
+        serve(me);
+        return send_done(op);
+      },
+      op.hdr.env, true, op.dst);
 }
 
 }  // namespace cpsim

@@ -80,7 +80,7 @@ class ByteReader {
     if constexpr (std::is_trivially_copyable_v<T>) {
       need(n * sizeof(T));
       v.resize(n);
-      std::memcpy(v.data(), p_, n * sizeof(T));
+      if (n > 0) std::memcpy(v.data(), p_, n * sizeof(T));  // an empty vector's data() may be null
       p_ += n * sizeof(T);
     } else {
       v.resize(n);

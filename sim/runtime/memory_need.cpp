@@ -50,7 +50,9 @@ std::int64_t caller_bytes(const RunConfig& cfg) {
   const Problem& p = cfg.problem;
   const Counts n = whole_counts(p);
   const std::int64_t inputs = n.q + 2 * n.k + (cfg.backward ? n.q : 0);
-  const std::int64_t results = n.q + n.lse + (cfg.backward ? n.q + 2 * n.k : 0);
+  // No results come back from a run that keeps no outputs (RunConfig::keep_outputs; a check keeps them).
+  const bool outputs = cfg.keep_outputs || cfg.check;
+  const std::int64_t results = outputs ? n.q + n.lse + (cfg.backward ? n.q + 2 * n.k : 0) : 0;
   const std::int64_t making = std::max(n.q, n.k);  // one tensor's values while the seeded inputs are made
   const bool kept = cfg.check || cfg.keep_inputs;
   const std::int64_t gather = kDouble * (3 * results + (kept ? inputs + making : 0));
@@ -69,7 +71,8 @@ std::int64_t rank_host_bytes(const RunConfig& cfg) {
   const std::int64_t s = p.seq / p.ranks;
   const std::int64_t q = p.batch * s * p.heads * p.head_dim, k = p.batch * s * p.kv_heads * p.head_dim;
   const std::int64_t lse = p.batch * p.heads * s;
-  const std::int64_t results = q + lse + (cfg.backward ? q + 2 * k : 0);
+  const bool outputs = cfg.keep_outputs || cfg.check;  // else nothing is downloaded or sent (rank_run.cpp)
+  const std::int64_t results = outputs ? q + lse + (cfg.backward ? q + 2 * k : 0) : 0;
   constexpr std::int64_t kHeaders = 4096;  // the serialised lengths, heads and position runs
   return 2 * kDouble * results + kHeaders;
 }

@@ -72,20 +72,25 @@ std::string run_rank(const RunConfig& cfg, Communicator& comm) {
   const LocalOutput o = strategy->forward(q, k, v);
   dev.synchronize();
   rec.end_phase();
-  res.out = download_values(dev, o.out);
-  res.lse = download_values(dev, o.lse);
-  res.lse_heads = o.lse.dims().n;
-  res.lse_head0 = o.lse_head0;
-  res.lse_positions = o.lse_positions;
+  const bool keep = keeps_outputs(cfg);
+  if (keep) {
+    res.out = download_values(dev, o.out);
+    res.lse = download_values(dev, o.lse);
+    res.lse_heads = o.lse.dims().n;
+    res.lse_head0 = o.lse_head0;
+    res.lse_positions = o.lse_positions;
+  }
   if (cfg.backward) {
     const Buffer dout = rank_input_buffer(dev, p, cfg.seed, Input::dout, r, "dout");
     rec.begin_phase("backward");
     const LocalGrads g = strategy->backward(dout);
     dev.synchronize();
     rec.end_phase();
-    res.dq = download_values(dev, g.dq);
-    res.dk = download_values(dev, g.dk);
-    res.dv = download_values(dev, g.dv);
+    if (keep) {
+      res.dq = download_values(dev, g.dq);
+      res.dk = download_values(dev, g.dk);
+      res.dv = download_values(dev, g.dv);
+    }
   }
   return res.serialize();
 }

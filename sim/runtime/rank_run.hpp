@@ -2,7 +2,8 @@
 //
 //   1. the backend's device (the device registry), this rank's shard of the seeded inputs (inputs.hpp), uploaded
 //   2. strategy.forward between the Recorder's "forward" marks (and strategy.backward on the dout shard)
-//   3. the outputs downloaded as doubles, with where the LSE was computed, serialised for the caller
+//   3. the outputs downloaded as doubles, with where the LSE was computed, serialised for the caller (unless the run
+//      keeps no outputs: then nothing is downloaded or sent)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,7 +25,13 @@ struct RankResult {
   static RankResult deserialize(const std::string& bytes);
 };
 
-// Runs the rank's part of cfg on comm and returns its RankResult, serialised.
+// Runs the rank's part of cfg on comm and returns its RankResult, serialised (with no tensors when the run keeps
+// no outputs: keeps_outputs below).
 std::string run_rank(const RunConfig& cfg, Communicator& comm);
+
+// Whether the ranks download and send back their outputs (RunConfig::keep_outputs; a check needs them).
+inline bool keeps_outputs(const RunConfig& cfg) {
+  return cfg.keep_outputs || cfg.check;
+}
 
 }  // namespace cpsim

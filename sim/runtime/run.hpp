@@ -27,6 +27,9 @@ struct RunConfig {
   bool backward = false;
   bool check = false;
   bool keep_inputs = false;  // RunResult.tensors holds q, k, v (and dout) too (--dump); a check makes them anyway
+  // RunResult.tensors holds out and lse (and dq, dk, dv). Off where nothing reads them (`cpsim run` without --check
+  // or --dump): the ranks then neither download nor send back their outputs. A check keeps them anyway.
+  bool keep_outputs = true;
   std::uint64_t seed = 1;
   bool tracing = false;
   std::string machine;  // a modeled run (`cpsim predict --trace`): the machine model's name; empty when measured
@@ -41,7 +44,8 @@ struct RunConfig {
 };
 
 // Tensors in global sequence order, as doubles: q, out, dq, dout [B, S, Nq, D]; k, v, dk, dv [B, S, Nkv, D];
-// lse [B, Nq, S]. The inputs (q, k, v, dout) only when the run checks or keeps them (the ranks make their own shards).
+// lse [B, Nq, S]. The inputs (q, k, v, dout) only when the run checks or keeps them (the ranks make their own shards);
+// the outputs (out, lse, dq, dk, dv) unless the run keeps none (RunConfig::keep_outputs).
 struct GlobalTensors {
   std::vector<double> q, k, v, dout, out, lse, dq, dk, dv;
 };

@@ -80,6 +80,11 @@ TEST_CASE("bench comm side by side evaluates the goals its backends allow, and s
   CHECK(count(r.out, "#   processes sendrecv at 1K <= 10 us: ") == 1);
   // Each table row: size, then two busy columns and two busbw columns, then #wrong.
   CHECK(rows_with_none_wrong(r.out, 6) == 8);
+  // The copy bound of the rows the goals cover, each backend's busbw as a fraction of it.
+  CHECK(count(r.out, "\n# copy bound: the call's copies") == 1);
+  CHECK(count(r.out, "\n#   sendrecv        128K ") == 1);
+  CHECK(count(r.out, "\n#   all_gather       64K ") == 1);
+  CHECK(count(r.out, "\n#   all_to_all       64K ") == 1);
 }
 
 TEST_CASE("bench comm side by side --json lists each evaluated goal with its lowest ratio and where") {
@@ -92,6 +97,8 @@ TEST_CASE("bench comm side by side --json lists each evaluated goal with its low
   CHECK(count(r.out, "\"goal\":\"threads sendrecv 1K <= 5 us\",\"us\":") == 1);
   CHECK(count(r.out, "\"goal\":\"processes sendrecv 1K <= 10 us\",\"us\":") == 1);
   CHECK(count(r.out, "x mpi") == 0);  // not measured: not listed
+  CHECK(count(r.out, "\"copy_bound\":[{") == 1);
+  CHECK(count(r.out, "\"busbw_gbps\":") == 2 * 8 + 3);  // two backends' 8 rows, and the 3 bounds
 }
 
 TEST_CASE("bench comm refuses a sweep its --memory-limit cannot hold before allocating, with a --maxbytes that fits") {

@@ -289,6 +289,43 @@ TEST_CASE("processes: a launcher started with SIGINT and SIGTERM ignored keeps t
   check_nothing_left_behind();
 }
 
+namespace {
+volatile std::sig_atomic_t g_own_sigchld = 0;
+extern "C" void own_sigchld(int) {
+  g_own_sigchld = g_own_sigchld + 1;
+}
+}  // namespace
+
+TEST_CASE("processes: a launch leaves SIGCHLD as it found it, a program's own handler included") {
+  // The launcher takes SIGCHLD (to reap a rank the moment it exits) only while it runs, and only where nobody
+  // handles it; a program's own handler stays in place and sees its ranks' exits.
+  struct sigaction sa {};
+  sigaction(SIGCHLD, nullptr, &sa);
+  const bool default_before = sa.sa_handler == SIG_DFL;
+  REQUIRE_MESSAGE(default_before, "the test starts with SIGCHLD's default");
+  auto ranks_ok = [] {
+    const auto out = launch(options(kB, 3), [](Communicator& comm) {
+      comm.barrier();
+      return std::string("done");
+    });
+    return out.size() == 3 && out[2].result == "done";
+  };
+  CHECK(ranks_ok());
+  sigaction(SIGCHLD, nullptr, &sa);
+  const bool default_after = sa.sa_handler == SIG_DFL;
+  CHECK_MESSAGE(default_after, "SIGCHLD's default was not restored");
+
+  std::signal(SIGCHLD, own_sigchld);
+  g_own_sigchld = 0;
+  CHECK(ranks_ok());
+  sigaction(SIGCHLD, nullptr, &sa);
+  const bool kept = sa.sa_handler == &own_sigchld;
+  CHECK_MESSAGE(kept, "the program's own SIGCHLD handler was replaced");
+  CHECK(g_own_sigchld > 0);
+  std::signal(SIGCHLD, SIG_DFL);
+  check_nothing_left_behind();
+}
+
 TEST_CASE("processes: a rank killed while its peers copy out of its heap buffers fails the run within seconds") {
   LaunchOptions opt = options(kB, 4);
   opt.heap_bytes = std::size_t{16} << 20;

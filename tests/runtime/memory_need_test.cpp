@@ -206,6 +206,7 @@ TEST_CASE("a run's estimated memory is its peak resident memory, within 15% and 
     c.strategy = k.strategy;
     c.backward = k.backward;
     c.check = k.check;
+    c.keep_outputs = false;  // as `cpsim run` without --dump
     Problem& p = c.problem;
     p.ranks = 4;
     p.seq = 32;
