@@ -29,6 +29,10 @@ RunResult quiet_run(RunConfig c, StrategyKind k, int C) {
 
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
+  o.mask_refusal =
+      "lesson 6 draws each query chunk against the prefix the causal mask gives it and takes no --docs "
+      "or --window; `cpsim run --strategy all_gather --docs ... --check` runs it under a mask, and "
+      "lesson 12 (lessons/12_documents) teaches masks";
   Problem& p = o.config.problem;
   p.ranks = 4;
   p.seq = 32;
