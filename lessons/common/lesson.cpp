@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 #include "lessons/common/stepping.hpp"
 #include "lessons/common/terminal.hpp"
@@ -24,23 +25,29 @@ namespace po = boost::program_options;
 
 namespace {
 
-// A lesson on the causal mask itself is given --docs, --pad-docs or --window: one line saying where masks are taught.
-void refuse_mask_flags(int argc, char** argv, const std::string& title, const std::string& refusal) {
+// A mask flag the lesson does not take (a lesson on the causal mask itself): one line saying where masks are taught.
+void refuse_mask_flags(int argc, char** argv, const std::string& title, unsigned flags, const std::string& refusal) {
+  const std::pair<const char*, unsigned> mask_flags[] = {{"--docs", cli::kFlagDocs},
+                                                         {"--pad-docs", cli::kFlagPadDocs},
+                                                         {"--window", cli::kFlagWindow},
+                                                         {"--chunk", cli::kFlagChunk}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i], name = a.substr(0, a.find('='));
-    if (name != "--docs" && name != "--pad-docs" && name != "--window" && name != "--chunk") continue;
-    if (!refusal.empty()) throw UsageError(refusal);
-    std::string lesson = title.substr(0, title.find(':'));  // "Lesson 5"
-    if (!lesson.empty()) lesson[0] = 'l';
-    throw UsageError(lesson + " is about the causal mask itself and takes no " + name +
-                     "; documents and windows are taught in lesson 12 (lesson_12_documents, lessons/12_documents)");
+    for (const auto& [flag, bit] : mask_flags) {
+      if (name != flag || (flags & bit)) continue;
+      if (!refusal.empty()) throw UsageError(refusal);
+      std::string lesson = title.substr(0, title.find(':'));  // "Lesson 5"
+      if (!lesson.empty()) lesson[0] = 'l';
+      throw UsageError(lesson + " is about the causal mask itself and takes no " + name +
+                       "; documents and windows are taught in lesson 12 (lesson_12_documents, lessons/12_documents)");
+    }
   }
 }
 
 }  // namespace
 
 bool parse_options(int argc, char** argv, const std::string& title, unsigned flags, Options& o) {
-  if (!(flags & cli::kFlagDocs)) refuse_mask_flags(argc, argv, title, o.mask_refusal);
+  refuse_mask_flags(argc, argv, title, flags, o.mask_refusal);
   unsigned shape = (flags & cli::kAllProblemFlags) | cli::kFlagMemoryLimit;
   if (!(flags & cli::kFlagSharding)) shape &= ~cli::kFlagChunk;  // --chunk sizes balanced sharding only
   cli::ProblemOptions values = cli::problem_options(o.config);

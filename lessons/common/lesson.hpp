@@ -28,6 +28,7 @@ enum Flag : unsigned {
   // --docs, --pad-docs, --window (and --chunk for balanced sharding): the lesson's runs and checks take the mask.
   // A lesson without them refuses the flags with one line naming lesson 12, where masks are taught.
   kMask = cli::kFlagsMask,
+  kWindow = cli::kFlagWindow,  // --window alone (a lesson whose pictures name the chunks of one sequence)
   kStep = cli::kAllProblemFlags +
           1,  // --step: pause at every STEP and replay each run step by step (stepping.hpp); --trace FILE
   kShape = kRanks | kSeq | kHeads | kKvHeads | kHeadDim | kBatch | kBackend,
@@ -37,7 +38,8 @@ struct Options {
   RunConfig config;        // the lesson's defaults before parsing, the learner's shape after
   bool step = false;       // --step given
   std::string trace_file;  // --trace FILE given: every run of the lesson writes its trace
-  // Without kMask: the line that refuses --docs/--window (empty: the lesson is about the causal mask; see lesson 12).
+  // The line that refuses a mask flag the lesson does not take (empty: the lesson is about the causal mask; see
+  // lesson 12).
   std::string mask_refusal;
   mutable int traces_written = 0;
   mutable bool last_run_replayed = false;  // run_and_step replayed its run step by step (the lesson need not print it)
