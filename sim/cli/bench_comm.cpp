@@ -152,6 +152,27 @@ std::size_t sweep_heap_bytes(std::size_t largest, int c) {
   return 2 * largest + 2 * (largest / static_cast<std::size_t>(c)) + (std::size_t{64} << 10);
 }
 
+// The memory a sweep up to `largest` holds, refused before anything is allocated, as `cpsim run` refuses
+// (sim/runtime/memory_need.hpp): every rank's buffers (sweep_heap_bytes) and memcpy_gbps' two buffers of at most
+// the largest size. `limit` (--memory-limit, bytes; 0: none) replaces the memory detected (host_memory.hpp).
+void check_sweep_memory(std::size_t largest, int ranks, std::int64_t limit) {
+  const HostMemory mem = limit > 0 ? HostMemory{{limit, "--memory-limit"}, {limit, "--memory-limit"}} : host_memory();
+  const MemoryLimit& bound = mem.process.bytes < mem.machine.bytes ? mem.process : mem.machine;
+  const double need =
+      static_cast<double>(sweep_heap_bytes(largest, ranks)) * ranks + 2.0 * static_cast<double>(largest);
+  if (need <= static_cast<double>(bound.bytes)) return;
+  // The largest --maxbytes that fits: the need is linear in it.
+  const auto fits = static_cast<std::size_t>(static_cast<double>(largest) * static_cast<double>(bound.bytes) / need);
+  const std::string fix =
+      fits >= 4 * static_cast<std::size_t>(ranks) ? "use --maxbytes " + std::to_string(fits) : "use fewer --ranks";
+  require(false,
+          "bench comm needs " + format_bytes(need) + " of memory (a send and a receive buffer of " +
+              format_bytes(static_cast<double>(largest)) + " on each of " + std::to_string(ranks) +
+              " ranks), more than the " + format_bytes(static_cast<double>(bound.bytes)) + " " +
+              (bound.source == "--memory-limit" ? "that --memory-limit allows" : "available (" + bound.source + ")"),
+          fix + ", or set the limit with --memory-limit BYTES");
+}
+
 // Single-thread memcpy GB/s of `bytes`-byte copies between two warm buffers of that size: the best of kMemcpyRuns
 // runs of copies taking about 2 ms each.
 double memcpy_gbps(std::size_t bytes) {
@@ -384,7 +405,7 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
 
 int bench_comm(const std::vector<std::string>& args) {
   po::options_description desc("cpsim bench comm");
-  std::string backend = "threads", minb = "1K", maxb = "64M", collectives;
+  std::string backend = "threads", minb = "1K", maxb = "64M", collectives, memory;
   int ranks = 4, step = 4;
   desc.add_options()("backend", po::value(&backend),
                      "threads | processes; or a list, side by side: threads,processes,mpi (mpi: under mpirun)")(
@@ -392,7 +413,10 @@ int bench_comm(const std::vector<std::string>& args) {
       "maxbytes", po::value(&maxb), "largest size (64M)")("stepfactor", po::value(&step), "size multiplier (4)")(
       "collectives", po::value(&collectives),
       "ring | direct: the form of all_gather and reduce_scatter on threads and processes (default: each backend's "
-      "own)")("json", "print one JSON object instead of the tables");
+      "own)")("memory-limit", po::value(&memory)->value_name("BYTES"),
+              "the most memory the buffers may take (K, M, G, T: powers of 1024); more is refused before "
+              "anything is allocated (default: what this machine has left)")(
+      "json", "print one JSON object instead of the tables");
   po::variables_map vm;
   if (!parse("bench comm", desc, args, vm)) return 0;
   const bool side = backend.find(',') != std::string::npos || backend == "mpi";  // side_by_side() above
@@ -404,6 +428,9 @@ int bench_comm(const std::vector<std::string>& args) {
   const std::size_t lo = parse_size("minbytes", minb), hi = parse_size("maxbytes", maxb);
   require(lo >= 4 * static_cast<std::size_t>(ranks) && lo <= hi, "sizes must satisfy 4 x ranks <= minbytes <= maxbytes",
           "use e.g. --minbytes 1K --maxbytes 64M");
+  const std::int64_t memory_limit = vm.count("memory-limit") ? parse_size64("memory-limit", memory) : 0;
+  require(!vm.count("memory-limit") || memory_limit > 0, "--memory-limit must be at least 1 byte",
+          "use --memory-limit 8G");
   std::optional<CollectiveAlgorithm> form;
   if (!collectives.empty()) {
     require(collectives == "ring" || collectives == "direct",
@@ -416,14 +443,7 @@ int bench_comm(const std::vector<std::string>& args) {
     if (s > hi / static_cast<std::size_t>(step)) break;  // the next size would pass --maxbytes (or wrap)
   }
   if (sizes.back() > hi) sizes.pop_back();
-  // Each rank holds a send and a receive buffer of the largest size (sweep above): refused before they are made.
-  const HostMemory mem = host_memory();
-  const double need = 2.0 * static_cast<double>(sizes.back()) * ranks;
-  require(need <= static_cast<double>(mem.machine.bytes),
-          "bench comm holds a send and a receive buffer of " + format_bytes(static_cast<double>(sizes.back())) +
-              " on each of " + std::to_string(ranks) + " ranks (" + format_bytes(need) + "), more than the " +
-              format_bytes(static_cast<double>(mem.machine.bytes)) + " available (" + mem.machine.source + ")",
-          "use a smaller --maxbytes");
+  check_sweep_memory(sizes.back(), ranks, memory_limit);
   if (side) return side_by_side(backend, ranks, sizes, step, vm.count("json") > 0, form);
 
   LaunchOptions opt;

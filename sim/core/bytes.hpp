@@ -46,6 +46,7 @@ class ByteWriter {
     const auto* p = static_cast<const char*>(data);
     out_.insert(out_.end(), p, p + n);
   }
+  void reserve(std::size_t bytes) { out_.reserve(bytes); }  // the whole size, when known: one buffer, no regrowth
   std::string take() { return std::move(out_); }
   const std::string& str() const { return out_; }
 

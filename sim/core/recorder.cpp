@@ -1,5 +1,7 @@
 #include "sim/core/recorder.hpp"
 
+#include <algorithm>
+
 #include "sim/core/bytes.hpp"
 
 namespace cpsim {
@@ -47,12 +49,14 @@ void MemoryMeter::add(std::int64_t bytes) {
 Recorder::Recorder(int rank, bool tracing) : rank_(rank), tracing_(tracing) {}
 
 double Recorder::now_us() const {
+  if (!timed_) return untimed_now_us_;
   return std::chrono::duration<double, std::micro>(Clock::now() - epoch_).count();
 }
 
 void Recorder::begin_phase(const std::string& phase) {
   phase_ = phase;
   step_ = -1;
+  current_ = kNoStep;
   phase_start_us_ = now_us();
 }
 
@@ -69,10 +73,12 @@ void Recorder::end_phase() {
     events_.push_back(std::move(e));
   }
   step_ = -1;
+  current_ = kNoStep;
 }
 
 void Recorder::step(int i) {
   step_ = i;
+  current_ = kNoStep;
   if (tracing_) {
     TraceEvent e;
     e.type = TraceEvent::Type::step;
@@ -86,9 +92,15 @@ void Recorder::step(int i) {
 }
 
 StepWork& Recorder::current_step_work() {
-  // Steps arrive in order, so the current one is almost always the last: search from the back (O(1) per call).
-  for (auto it = steps_.rbegin(); it != steps_.rend(); ++it)
-    if (it->step == step_ && it->phase == phase_) return *it;
+  // Looked up once per step mark. Steps arrive in order, so a step above the phase's highest one is new (O(1));
+  // any other is searched for from the back. A scan at every new step made a rank of C steps cost O(C^2).
+  if (current_ != kNoStep) return steps_[current_];
+  const auto last = last_step_.find(phase_);
+  if (last != last_step_.end() && step_ <= last->second)
+    for (std::size_t i = steps_.size(); i-- > 0;)
+      if (steps_[i].step == step_ && steps_[i].phase == phase_) return steps_[current_ = i];
+  if (last == last_step_.end() || step_ > last->second) last_step_[phase_] = step_;
+  current_ = steps_.size();
   steps_.push_back(StepWork{phase_, step_, {}});
   return steps_.back();
 }
@@ -214,6 +226,8 @@ Recorder Recorder::deserialize(ByteReader& r) {
     r.get(s.phase);
     r.get(s.step);
     get_work(r, s.work);
+    auto [last, fresh] = rec.last_step_.try_emplace(s.phase, s.step);
+    if (!fresh) last->second = std::max(last->second, s.step);
   }
   r.get(rec.comm_.calls);
   r.get(rec.comm_.messages_sent);

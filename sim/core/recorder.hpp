@@ -99,6 +99,10 @@ class Recorder {
   // All ranks of a run share an epoch, so traces from different processes line up.
   void set_epoch(Clock::time_point t) { epoch_ = t; }
   double now_us() const;
+  // An untimed Recorder never reads the clock: now_us() is the time set_now_us last gave (0 at first). A counting
+  // run's (its times mean nothing), and the model's clock's, whose marks land exactly on modeled time.
+  void set_timed(bool on) { timed_ = on; }
+  void set_now_us(double us) { untimed_now_us_ = us; }
 
   // Strategy marks. A step hook (lessons' --step) runs at every step mark.
   void begin_phase(const std::string& phase);
@@ -133,9 +137,12 @@ class Recorder {
 
  private:
   StepWork& current_step_work();
+  static constexpr std::size_t kNoStep = static_cast<std::size_t>(-1);
 
   int rank_ = 0;
   bool tracing_ = false;
+  bool timed_ = true;
+  double untimed_now_us_ = 0;
   Clock::time_point epoch_ = Clock::now();
   std::string phase_;
   int step_ = -1;
@@ -143,6 +150,8 @@ class Recorder {
   std::function<void(const std::string&, int)> hook_;
   WorkCounts total_;
   std::vector<StepWork> steps_;
+  std::size_t current_ = kNoStep;         // steps_[current_] is the step in progress; kNoStep: not looked up yet
+  std::map<std::string, int> last_step_;  // per phase: the highest step with an entry in steps_
   CommCounts comm_;
   double idle_us_ = 0;
   std::map<std::string, double> phase_us_;

@@ -1,12 +1,10 @@
 #include "sim/model/clock.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
 #include <queue>
-#include <tuple>
 
 #include "sim/core/error.hpp"
 #include "sim/model/cost.hpp"
@@ -16,11 +14,10 @@ namespace {
 
 constexpr double kUnknown = -1;
 
-// Makes rec.now_us() read `t` (modeled microseconds), so that the Recorder's phase and step marks land on modeled
-// time: the marks read the clock, everything else takes explicit times.
+// Makes rec.now_us() read `t` (modeled microseconds; the clock's Recorders are untimed), so that the Recorder's
+// phase and step marks land on modeled time: the marks read the clock, everything else takes explicit times.
 void at(Recorder& rec, double t) {
-  rec.set_epoch(Recorder::Clock::now() -
-                std::chrono::duration_cast<Recorder::Clock::duration>(std::chrono::duration<double, std::micro>(t)));
+  rec.set_now_us(t);
 }
 
 // The logical bytes a collective moves per rank, as the Communicator base counts them (communicator.hpp).
@@ -44,10 +41,6 @@ struct Posted {
   std::int64_t bytes;
 };
 
-struct Channel {  // messages of one (context, sender, receiver, tag), matched in the order posted
-  std::deque<Posted> sends, recvs;
-};
-
 // One collective call while its members arrive.
 struct Gathering {
   std::vector<std::pair<int, double>> arrived;  // (rank, arrival time)
@@ -63,29 +56,61 @@ struct Flight {
   bool matched = false;
 };
 
+// A request this rank posted and has not waited for yet: its completion time (kUnknown while in flight) and what a
+// wait on it is named after ("isend" or "irecv").
+struct Pending {
+  int request = -1;
+  double done = kUnknown;
+  const char* kind = "wait";
+};
+
 struct State {
-  std::size_t pc = 0;
+  explicit State(const Program& p) : at(p) {}
+  ProgramCursor at;  // the next op
   double t = 0;
   int waiting_on = -1;            // the request a wait is blocked on
-  std::vector<double> done;       // per request: its completion time, or kUnknown
-  std::vector<const char*> kind;  // per request: "isend" or "irecv", what a wait on it is named after
+  int posted = 0;                 // requests posted so far
+  std::vector<Pending> pending;   // posted, not yet waited for (a handful: the strategies wait as they go)
+  std::vector<std::pair<int, std::int64_t>> calls;  // per context: the collectives called on it so far
   double tx_free = 0, rx_free = 0;  // this rank's NVLink ports: when the outgoing / incoming one is free
   std::vector<Flight> flights;      // transfers in flight (contention)
+
+  Pending* find(int request) {
+    for (Pending& q : pending)
+      if (q.request == request) return &q;
+    return nullptr;
+  }
+  void forget(int request) {
+    std::erase_if(pending, [request](const Pending& q) { return q.request == request; });
+  }
+  std::int64_t next_call(int context) {  // the sequence number of this rank's next collective on `context`
+    for (auto& [c, n] : calls)
+      if (c == context) return n++;
+    calls.emplace_back(context, 1);
+    return 0;
+  }
+};
+
+// The messages from one (context, sender, tag) to one receiver, matched in the order posted.
+struct Channel {
+  int context, from, tag;
+  std::deque<Posted> sends, recvs;
 };
 
 class Engine {
  public:
-  Engine(const Programs& p, const Machine& m, const ClockOptions& opt) : p_(p), m_(m) {
+  Engine(const Programs& p, const Machine& m, const ClockOptions& opt) : p_(p), m_(m), tracing_(opt.tracing) {
     const std::size_t C = p.ranks.size();
-    state_.resize(C);
+    state_.reserve(C);
     const std::size_t nics = static_cast<std::size_t>(m.nodes_for(static_cast<int>(C)) * m.nics_per_node);
     nic_tx_free_.assign(nics, 0);
     nic_rx_free_.assign(nics, 0);
+    channels_.resize(C);
     run_.ranks.reserve(C);
     for (std::size_t r = 0; r < C; ++r) {
-      state_[r].done.assign(static_cast<std::size_t>(p.ranks[r].requests), kUnknown);
-      state_[r].kind.assign(static_cast<std::size_t>(p.ranks[r].requests), "wait");
+      state_.emplace_back(p.ranks[r]);
       run_.ranks.push_back(RankTimeline{0, 0, 0, 0, 0, 0, Recorder(static_cast<int>(r), opt.tracing)});
+      run_.ranks.back().trace.set_timed(false);
     }
   }
 
@@ -94,13 +119,17 @@ class Engine {
     while (!queue_.empty()) {
       const int r = queue_.top().second;
       queue_.pop();
-      if (advance(r)) ready(r);
+      // A rank whose clock is still the earliest would be the next one taken: it goes on without the queue.
+      while (advance(r))
+        if (!queue_.empty() && !(Entry{st(r).t, r} < queue_.top())) {
+          ready(r);
+          break;
+        }
     }
     std::string stuck;
     for (std::size_t r = 0; r < state_.size(); ++r)
-      if (state_[r].pc < p_.ranks[r].ops.size())
-        stuck += (stuck.empty() ? "" : ", ") + std::to_string(r) + " (at " +
-                 op_kind_name(p_.ranks[r].ops[state_[r].pc].kind) + ")";
+      if (!state_[r].at.done())
+        stuck += (stuck.empty() ? "" : ", ") + std::to_string(r) + " (at " + op_kind_name(state_[r].at.op().kind) + ")";
     if (!stuck.empty()) throw Error("the modeled run deadlocks: ranks " + stuck + " wait for what never comes");
     for (std::size_t r = 0; r < state_.size(); ++r) {
       run_.ranks[r].end_us = state_[r].t;
@@ -117,28 +146,29 @@ class Engine {
   State& st(int r) { return state_[static_cast<std::size_t>(r)]; }
   RankTimeline& tl(int r) { return run_.ranks[static_cast<std::size_t>(r)]; }
 
-  // Runs rank r's next op. False when r has finished or blocks (it is made ready again when unblocked).
+  // Runs rank r's next op. False when r has finished or blocks (it is made ready again when unblocked). The
+  // rank's Recorder is written only when tracing: the times are the timeline's own fields.
   bool advance(int r) {
     State& s = st(r);
-    const auto& ops = p_.ranks[static_cast<std::size_t>(r)].ops;
-    if (s.pc >= ops.size()) return false;
-    const Op& op = ops[s.pc];
+    if (s.at.done()) return false;
+    const Op& op = s.at.op();
     Recorder& rec = tl(r).trace;
     switch (op.kind) {
       case OpKind::attention: {
         const double d = contended(r, attention_us(m_, op), true);
-        WorkCounts w;
-        w.calls = 1;
-        w.pairs = op.pairs;
-        w.flops = op.flops;
-        rec.work(w, op.block, rec.tracing() ? op.q_spans : std::vector<Span>{},
-                 rec.tracing() ? op.k_spans : std::vector<Span>{}, s.t, d,
-                 op.backward ? "attention_backward" : "attention_forward");
+        if (tracing_) {
+          WorkCounts w;
+          w.calls = 1;
+          w.pairs = op.pairs;
+          w.flops = op.flops;
+          rec.work(w, op.block, op.q_spans, op.k_spans, s.t, d,
+                   op.backward ? "attention_backward" : "attention_forward");
+        }
         tl(r).compute_us += d;
         s.t += d;
         if (const double add = grad_add_us(m_, op); add > 0) {  // the stack sums this block's gradients itself
           const double a = contended(r, add, false);
-          rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, a, "add");
+          if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, a, "add");
           tl(r).memory_us += a;
           s.t += a;
         }
@@ -146,60 +176,73 @@ class Engine {
       }
       case OpKind::memory: {
         const double d = contended(r, memory_op_us(m_, op), false);
-        rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, d, op.name.c_str());
+        if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, d, op.name.c_str());
         tl(r).memory_us += d;
         s.t += d;
         break;
       }
       case OpKind::begin_phase:
-        at(rec, s.t);
-        rec.begin_phase(op.name);
+        if (tracing_) {
+          at(rec, s.t);
+          rec.begin_phase(op.name);
+        }
         break;
       case OpKind::end_phase:
-        at(rec, s.t);
-        rec.end_phase();
+        if (tracing_) {
+          at(rec, s.t);
+          rec.end_phase();
+        }
         if (op.name == "forward") tl(r).forward_end_us = s.t;
         break;
       case OpKind::step:
-        at(rec, s.t);
-        rec.step(op.step);
+        if (tracing_) {
+          at(rec, s.t);
+          rec.step(s.at.step());
+        }
         if (m_.step_us > 0) {
-          rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, m_.step_us, "step");
+          if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, m_.step_us, "step");
           tl(r).overhead_us += m_.step_us;
           s.t += m_.step_us;
         }
         break;
       case OpKind::isend:
       case OpKind::irecv:
-        post(r, op);
+        post(r, op, s.at.request());
         break;
       case OpKind::wait: {
-        check_request(r, op.request);
-        const double c = s.done[static_cast<std::size_t>(op.request)];
-        if (c == kUnknown) {
-          s.waiting_on = op.request;
+        const int request = s.at.request();
+        check_request(r, request);
+        const Pending* q = s.find(request);
+        if (q == nullptr && request < s.posted)
+          throw Error("the modeled run: rank " + std::to_string(r) + " waits twice for request " +
+                      std::to_string(request));
+        if (q == nullptr || q->done == kUnknown) {  // in flight, or not posted yet (a deadlock, reported at the end)
+          s.waiting_on = request;
           return false;
         }
-        block_until(r, c, s.kind[static_cast<std::size_t>(op.request)], op.peer);
+        const Pending done = *q;
+        s.forget(request);
+        block_until(r, done.done, done.kind, op.peer);
         break;
       }
       case OpKind::collective:
         return arrive(r, op);
     }
-    ++s.pc;
+    s.at.next();
     return true;
   }
 
   void check_request(int r, int request) {
-    if (request < 0 || request >= static_cast<int>(st(r).done.size()))
+    const int posts = p_.ranks[static_cast<std::size_t>(r)].requests();
+    if (request < 0 || request >= posts)
       throw Error("the modeled run: rank " + std::to_string(r) + " names request " + std::to_string(request) +
-                  ", outside the " + std::to_string(st(r).done.size()) + " requests its program posts");
+                  ", outside the " + std::to_string(posts) + " requests its program posts");
   }
 
   void block_until(int r, double t, const char* what, int peer) {
     State& s = st(r);
     const double until = std::max(s.t, t);
-    tl(r).trace.wait(what, peer, s.t, until - s.t);
+    if (tracing_) tl(r).trace.wait(what, peer, s.t, until - s.t);
     tl(r).blocked_us += until - s.t;
     s.t = until;
   }
@@ -207,11 +250,14 @@ class Engine {
   // A request of rank r completes at t; a wait blocked on it returns.
   void complete(int r, int request, double t) {
     State& s = st(r);
-    s.done[static_cast<std::size_t>(request)] = t;
+    Pending* q = s.find(request);
+    q->done = t;
     if (s.waiting_on != request) return;
+    const char* kind = q->kind;
+    s.forget(request);
     s.waiting_on = -1;
-    block_until(r, t, s.kind[static_cast<std::size_t>(request)], -1);
-    ++s.pc;
+    block_until(r, t, kind, -1);
+    s.at.next();
     ready(r);
   }
 
@@ -236,18 +282,20 @@ class Engine {
     return d + share * std::min(window, d / (1 - share));
   }
 
-  void post(int r, const Op& op) {
-    check_request(r, op.request);
+  void post(int r, const Op& op, int request) {
+    check_request(r, request);
+    State& s = st(r);
     const bool send = op.kind == OpKind::isend;
-    st(r).kind[static_cast<std::size_t>(op.request)] = send ? "isend" : "irecv";
+    s.pending.push_back(Pending{request, kUnknown, send ? "isend" : "irecv"});
+    s.posted = request + 1;
     if (m_.comm_sms > 0) {
       const Link& l = link_between(m_, r, op.peer);
-      st(r).flights.push_back(
-          Flight{op.request, st(r).t, 0, static_cast<double>(op.bytes) / (l.p2p_gbps * 1e3), l.p2p_gbps, false});
+      s.flights.push_back(
+          Flight{request, s.t, 0, static_cast<double>(op.bytes) / (l.p2p_gbps * 1e3), l.p2p_gbps, false});
     }
     const int from = send ? r : op.peer, to = send ? op.peer : r;
-    Channel& ch = channels_[{op.context, from, to, op.tag}];
-    const Posted me{r, op.request, st(r).t, op.bytes};
+    Channel& ch = channel(op.context, from, to, op.tag);
+    const Posted me{r, request, s.t, op.bytes};
     auto& others = send ? ch.recvs : ch.sends;
     if (others.empty()) {
       (send ? ch.sends : ch.recvs).push_back(me);
@@ -256,6 +304,13 @@ class Engine {
     const Posted other = others.front();
     others.pop_front();
     transfer(send ? me : other, send ? other : me);
+  }
+
+  Channel& channel(int context, int from, int to, int tag) {  // a receiver has a few: linear search
+    auto& mine = channels_[static_cast<std::size_t>(to)];
+    for (Channel& c : mine)
+      if (c.context == context && c.from == from && c.tag == tag) return c;
+    return mine.emplace_back(Channel{context, from, tag, {}, {}});
   }
 
   // A matched message: starts when both sides posted and both ports are free, arrives latency + bytes / bw later.
@@ -282,8 +337,10 @@ class Engine {
           f.end = start + busy;
           f.matched = true;
         }
-    tl(s.rank).trace.comm("isend", s.bytes, 0, 1, 0, r.rank, {}, start, end - start);
-    tl(r.rank).trace.comm("irecv", 0, r.bytes, 0, 1, s.rank, {}, start, end - start);
+    if (tracing_) {
+      tl(s.rank).trace.comm("isend", s.bytes, 0, 1, 0, r.rank, {}, start, end - start);
+      tl(r.rank).trace.comm("irecv", 0, r.bytes, 0, 1, s.rank, {}, start, end - start);
+    }
     complete(s.rank, s.request, end);
     complete(r.rank, r.request, end);
   }
@@ -291,7 +348,8 @@ class Engine {
   // Rank r reaches a collective. The last member to arrive starts it; every member leaves when it ends.
   bool arrive(int r, const Op& op) {
     const std::vector<int>& group = p_.groups[static_cast<std::size_t>(op.context)];
-    Gathering& g = gatherings_[{op.context, op.sequence}];
+    const std::int64_t sequence = st(r).next_call(op.context);
+    Gathering& g = gatherings_[{op.context, sequence}];
     g.arrived.emplace_back(r, st(r).t);
     g.bytes = std::max(g.bytes, op.bytes);
     g.kind = op.collective;
@@ -303,22 +361,23 @@ class Engine {
     const std::int64_t moved = moved_bytes(g.kind, C, g.bytes);
     const int msgs = g.kind == Collective::all_reduce ? 2 * (C - 1) : g.kind == Collective::barrier ? 0 : C - 1;
     for (const auto& [m, t] : g.arrived) {
-      tl(m).trace.comm(collective_name(g.kind), moved, moved, msgs, msgs, -1, group, t, end - t);
+      if (tracing_) tl(m).trace.comm(collective_name(g.kind), moved, moved, msgs, msgs, -1, group, t, end - t);
       block_until(m, end, collective_name(g.kind), -1);
-      ++st(m).pc;
+      st(m).at.next();
       if (m != r) ready(m);
     }
-    gatherings_.erase({op.context, op.sequence});
+    gatherings_.erase({op.context, sequence});
     return true;
   }
 
   const Programs& p_;
   const Machine& m_;
+  bool tracing_;
   std::vector<State> state_;
   ModeledRun run_;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue_;
   std::vector<double> nic_tx_free_, nic_rx_free_;  // per (node, NIC): when its outgoing / incoming side is free
-  std::map<std::tuple<int, int, int, int>, Channel> channels_;
+  std::vector<std::vector<Channel>> channels_;     // per receiver
   std::map<std::pair<int, std::int64_t>, Gathering> gatherings_;
 };
 

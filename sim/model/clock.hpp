@@ -37,7 +37,8 @@ struct RankTimeline {
   double memory_us = 0;       // busy on copy / add / merge / fill (and gradient sums outside the kernel)
   double overhead_us = 0;     // fixed costs per strategy step (framework.step_us)
   double blocked_us = 0;      // in waits and collectives: communication not hidden behind compute
-  Recorder trace;             // the modeled timeline: the TraceEvents a measured run records, on modeled time
+  Recorder trace;             // with tracing: the modeled timeline, the TraceEvents a measured run records, on
+                              // modeled time (and its counters); empty otherwise
 };
 
 struct ModeledRun {
@@ -47,7 +48,7 @@ struct ModeledRun {
 };
 
 struct ClockOptions {
-  bool tracing = false;  // keep TraceEvents (counters and phase times are always kept)
+  bool tracing = false;  // keep each rank's Recorder (TraceEvents, counters, phase times); the times above always
 };
 
 ModeledRun simulate(const Programs& programs, const Machine& machine, const ClockOptions& options = {});

@@ -19,7 +19,7 @@ void mark(Program& program, OpKind kind, const std::string& phase, int step = -1
   op.kind = kind;
   op.name = phase;
   op.step = step;
-  program.ops.push_back(std::move(op));
+  program.push(std::move(op));
 }
 
 // One rank, as run_rank (sim/runtime/rank_run.cpp) walks it (same buffers, same order, same lifetimes).
@@ -76,7 +76,7 @@ CountResult count_run(const Problem& p, StrategyKind kind, const CountOptions& o
   CountingWorld world(C, slots);
   CountResult result;
   result.ranks.reserve(static_cast<std::size_t>(C));
-  for (int r = 0; r < C; ++r) result.ranks.emplace_back(r, false);
+  for (int r = 0; r < C; ++r) result.ranks.emplace_back(r, false).set_timed(false);
   result.programs.ranks.resize(static_cast<std::size_t>(C));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(C));
 

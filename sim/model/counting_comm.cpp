@@ -15,26 +15,44 @@ CountingWorld::CountingWorld(int ranks, int slots) : free_slots_(std::max(1, slo
   groups_.push_back(std::move(world));  // context 0
 }
 
+void CountingWorld::take_slot(std::unique_lock<std::mutex>& lock) {
+  if (aborted_) return;
+  if (free_slots_ > 0 && waiting_.empty()) {
+    --free_slots_;
+    return;
+  }
+  Waiter me;
+  waiting_.push_back(&me);
+  me.cv.wait(lock, [&] { return me.granted || aborted_; });
+}
+
+void CountingWorld::give_slot() {
+  if (waiting_.empty()) {
+    ++free_slots_;
+    return;
+  }
+  Waiter* next = waiting_.front();
+  waiting_.pop_front();
+  next->granted = true;
+  next->cv.notify_one();
+}
+
 void CountingWorld::acquire() {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return free_slots_ > 0 || aborted_; });
-  --free_slots_;
+  take_slot(lock);
 }
 
 void CountingWorld::release() {
-  {
-    std::lock_guard lock(mu_);
-    ++free_slots_;
-  }
-  cv_.notify_all();
+  std::lock_guard lock(mu_);
+  give_slot();
 }
 
 void CountingWorld::abort() {
-  {
-    std::lock_guard lock(mu_);
-    aborted_ = true;
-  }
-  cv_.notify_all();
+  std::lock_guard lock(mu_);
+  aborted_ = true;
+  for (Waiter* w : waiting_) w->cv.notify_one();
+  waiting_.clear();
+  for (auto& [key, r] : splits_) r.cv.notify_all();
 }
 
 std::vector<std::vector<int>> CountingWorld::groups() const {
@@ -73,19 +91,18 @@ void CountingWorld::resolve(int context, Rendezvous& r) {
 
 CountingWorld::SplitResult CountingWorld::split(int context, std::int64_t index, int member, int color, int key) {
   std::unique_lock lock(mu_);
-  ++free_slots_;  // lend the slot while waiting for the other members
-  cv_.notify_all();
+  give_slot();  // lend the slot while waiting for the other members
   const int n = static_cast<int>(groups_[static_cast<std::size_t>(context)].size());
   Rendezvous& r = splits_[{context, index}];
   if (r.color_key.empty()) r.color_key.resize(static_cast<std::size_t>(n));
   r.color_key[static_cast<std::size_t>(member)] = {color, key};
   if (++r.arrived == n) {
     resolve(context, r);
-    cv_.notify_all();
+    r.cv.notify_all();
   }
-  cv_.wait(lock, [&] { return (r.done && free_slots_ > 0) || aborted_; });
+  r.cv.wait(lock, [&] { return r.done || aborted_; });
+  if (!aborted_) take_slot(lock);
   if (aborted_) throw SplitAbandoned();
-  --free_slots_;
   SplitResult mine = r.result[static_cast<std::size_t>(member)];
   if (++r.left == n) splits_.erase({context, index});
   return mine;
@@ -112,7 +129,7 @@ class CountingRequest : public Request::Impl {
     Op op;
     op.kind = OpKind::wait;
     op.request = request_;
-    program_.ops.push_back(std::move(op));
+    program_.push(std::move(op));
   }
   Program& program_;
   int request_;
@@ -142,16 +159,14 @@ int CountingCommunicator::post(OpKind kind, std::size_t bytes, int peer, int tag
   op.peer = world_ranks()[static_cast<std::size_t>(peer)];
   op.tag = tag;
   op.context = context_;
-  op.request = program_.requests++;
-  program_.ops.push_back(std::move(op));
-  return program_.ops.back().request;
+  return program_.push(std::move(op));
 }
 
 void CountingCommunicator::wait_for(int request) {
   Op op;
   op.kind = OpKind::wait;
   op.request = request;
-  program_.ops.push_back(std::move(op));
+  program_.push(std::move(op));
 }
 
 void CountingCommunicator::collective(Collective c, std::size_t bytes) {
@@ -160,8 +175,7 @@ void CountingCommunicator::collective(Collective c, std::size_t bytes) {
   op.collective = c;
   op.bytes = static_cast<std::int64_t>(bytes);
   op.context = context_;
-  op.sequence = collectives_++;
-  program_.ops.push_back(std::move(op));
+  program_.push(std::move(op));
 }
 
 void CountingCommunicator::do_send(const void*, std::size_t bytes, int peer, int tag) {

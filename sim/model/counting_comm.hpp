@@ -1,10 +1,13 @@
 // The counting communicator: every call is counted by the Communicator base (as on every backend) and appended
 // to the rank's Program, but no byte moves and nothing blocks, except split, which must learn the other ranks'
 // colors. Ranks run as threads of one process sharing a CountingWorld: the split rendezvous, the communicators'
-// member lists, and run slots that bound how many ranks run at once (memory at C = 256, S = 1M).
+// member lists, and run slots that bound how many ranks run at once (memory at C = 256, S = 1M). A freed slot goes
+// to the rank that has waited longest, and only that rank is woken (waking every waiting rank at each release
+// cost O(C^2) wake-ups at C = 1024); a split wakes only its own members.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,13 +53,20 @@ class CountingWorld {
     int arrived = 0, left = 0;
     bool done = false;
     std::vector<SplitResult> result;  // per member
+    std::condition_variable cv;       // its members wait here for the last one
+  };
+  struct Waiter {  // a rank waiting for a slot
+    std::condition_variable cv;
+    bool granted = false;
   };
   void resolve(int context, Rendezvous& r);
+  void take_slot(std::unique_lock<std::mutex>& lock);  // waits for a slot (FIFO); returns at once after abort
+  void give_slot();                                    // to the longest waiter, else back to the pool
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::vector<std::vector<int>> groups_;
   std::map<std::pair<int, std::int64_t>, Rendezvous> splits_;
+  std::deque<Waiter*> waiting_;  // ranks waiting for a slot, oldest first
   int free_slots_;
   bool aborted_ = false;
 };
@@ -93,7 +103,7 @@ class CountingCommunicator : public Communicator {
   CountingWorld& world_;
   Program& program_;
   int context_ = 0;
-  std::int64_t collectives_ = 0, splits_ = 0;
+  std::int64_t splits_ = 0;
 };
 
 }  // namespace cpsim::model

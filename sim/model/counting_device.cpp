@@ -71,7 +71,7 @@ void CountingDevice::memory(const char* name, std::int64_t bytes, std::int64_t e
   op.name = name;
   op.bytes = bytes;
   op.elements = elements;
-  program_->ops.push_back(std::move(op));
+  program_->push(std::move(op));
 }
 
 // fill writes dst; copy reads src and writes dst; add reads both and writes dst.
@@ -112,7 +112,7 @@ TileCounts CountingDevice::attention(const View& q, const Positions& q_pos, cons
       op.q_spans = q_pos.spans();
       op.k_spans = k_pos.spans();
     }
-    program_->ops.push_back(std::move(op));
+    program_->push(std::move(op));
   }
   return TileCounts{per_head.computed * bh, per_head.skipped * bh};
 }

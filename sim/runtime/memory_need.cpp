@@ -43,30 +43,35 @@ std::int64_t check_bytes(const Counts& n, DType dtype, bool backward) {
   return kDouble * (kept + plain + std::max(fwd_stage, backward ? bwd_stage : 0));
 }
 
-// What run() holds after the ranks (run.cpp): the results as the ranks sent them and deserialised, the global
-// inputs and the gathered results; with the check, a second copy of the inputs (whole_problem) and check_bytes.
+// What run() holds after the ranks (run.cpp): the results as the ranks sent them and deserialised, and the
+// gathered results; the global inputs where they are kept (--check, --dump); with the check, a second copy of the
+// inputs (whole_problem) and check_bytes.
 std::int64_t caller_bytes(const RunConfig& cfg) {
   const Problem& p = cfg.problem;
   const Counts n = whole_counts(p);
   const std::int64_t inputs = n.q + 2 * n.k + (cfg.backward ? n.q : 0);
   const std::int64_t results = n.q + n.lse + (cfg.backward ? n.q + 2 * n.k : 0);
   const std::int64_t making = std::max(n.q, n.k);  // one tensor's values while the seeded inputs are made
-  const std::int64_t gather = kDouble * (3 * results + inputs + making);
+  const bool kept = cfg.check || cfg.keep_inputs;
+  const std::int64_t gather = kDouble * (3 * results + (kept ? inputs + making : 0));
   if (!cfg.check) return gather;
   const std::int64_t check = kDouble * (2 * results + 2 * inputs) + check_bytes(n, p.dtype, cfg.backward);
   return std::max(gather, check);
 }
 
-// One rank's host memory beside its device (rank_run.cpp): its input shards as doubles, the dout shard and one
-// tensor converted to the dtype while uploaded, its results as doubles and serialised, and where its LSE lives.
+// One rank's host memory beside its device (rank_run.cpp). Its inputs go straight into its device buffers (the
+// CPU device's own memory, counted as its device peak; a GPU's staging of one tensor in its dtype is less than
+// what follows). Its results are downloaded as doubles (a tensor in the dtype on its way), then serialised into
+// one buffer of their exact size while the doubles are still held: the most at once, 2 x 8 bytes per result
+// element, plus the LSE's position runs (a few per rank) and the headers.
 std::int64_t rank_host_bytes(const RunConfig& cfg) {
   const Problem& p = cfg.problem;
   const std::int64_t s = p.seq / p.ranks;
   const std::int64_t q = p.batch * s * p.heads * p.head_dim, k = p.batch * s * p.kv_heads * p.head_dim;
   const std::int64_t lse = p.batch * p.heads * s;
   const std::int64_t results = q + lse + (cfg.backward ? q + 2 * k : 0);
-  const std::int64_t positions = p.seq;  // the LSE's positions: at most every position (ulysses)
-  return kDouble * ((q + 2 * k) + q + 2 * (results + positions)) + static_cast<std::int64_t>(dtype_size(p.dtype)) * q;
+  constexpr std::int64_t kHeaders = 4096;  // the serialised lengths, heads and position runs
+  return 2 * kDouble * results + kHeaders;
 }
 
 bool in_process(Backend b) { return b == Backend::threads || b == Backend::cuda_threads; }
@@ -201,11 +206,11 @@ std::string need_words(const RunConfig& cfg, const MemoryNeed& m) {
 
 }  // namespace
 
-void check_memory(const RunConfig& cfg) {
-  if (cfg.backend == Backend::mpi && launcher_rank() > 0) return;  // rank 0 checks; it ends the job if it refuses
+MemoryNeed check_memory(const RunConfig& cfg) {
+  if (cfg.backend == Backend::mpi && launcher_rank() > 0) return {};  // rank 0 checks; it ends the job if it refuses
   const HostMemory lim = memory_limits(cfg);
   const MemoryNeed m = memory_need(cfg, lim.machine.bytes);
-  if (fits(m, lim)) return;
+  if (fits(m, lim)) return m;
 
   const bool machine_bound = m.lower_bound || m.total > lim.machine.bytes;
   const MemoryLimit& bound = machine_bound ? lim.machine : lim.process;
@@ -238,6 +243,7 @@ void check_memory(const RunConfig& cfg) {
   if (!flag("memory-limit").empty())
     fix += (fix.empty() ? "" : ", or ") + std::string("set the limit with --memory-limit BYTES");
   require(false, what, fix.empty() ? "use a smaller shape" : fix);
+  return m;
 }
 
 std::int64_t single_device_peak(const AttentionShape& sh, DType dtype, bool backward) {

@@ -5,10 +5,13 @@
 // Per rank (each a thread of this process, or a process of its own):
 //   device    the most its device holds at once: exact, from the counting device (sim/model), which runs the
 //             unchanged strategy code on sizes alone; equal to the Recorder's peak of the real run
-//   host      beside the device: its input shards as doubles, its results as doubles and serialised (rank_run.cpp)
-// The caller (run.cpp), after the ranks: the results as sent, deserialised and gathered, the global inputs, and,
-// with the check, the reference's copies and results (check.cpp, naive.hpp), at the largest of those stages.
-// Host blocks a CPU device gives back stay cached for reuse (host_pool.hpp) while the caller works: counted too.
+//   host      beside the device (rank_run.cpp): its inputs are made straight into its device buffers (a GPU stages
+//             one tensor), so what it holds is its results, downloaded as doubles and then serialised once
+//             (2 x 8 bytes per result element, the most at once)
+// The caller (run.cpp), after the ranks: the results as sent, deserialised and gathered, the global inputs only
+// where they are kept (--check, --dump), and, with the check, the reference's copies and results (check.cpp,
+// naive.hpp), at the largest of those stages. Host blocks a CPU device gives back stay cached for reuse
+// (host_pool.hpp) while the caller works: counted too.
 //
 //   total          the most the run holds on this machine at once: max(sum of ranks, caller + cached blocks)
 //   largest process the most one process holds (with ranks in-process: the total)
@@ -50,7 +53,9 @@ HostMemory memory_limits(const RunConfig& cfg);
 //    the 7.5 GiB available (MemAvailable); use --seq 32768, --strategy ring or --memory-limit BYTES"
 // The fixes offered are those that make this run fit (fewer tokens, the ring instead of the all-gather, f32 instead
 // of f64, no check), as the program's flags spell them (sim/core/flags.hpp). Under mpirun, rank 0 checks.
-void check_memory(const RunConfig& cfg);
+// Returns the need it counted, for the launch to size by (the processes backend's heap); under mpirun the other
+// ranks check nothing and get an empty MemoryNeed.
+MemoryNeed check_memory(const RunConfig& cfg);
 
 // One device running the whole problem (`cpsim attention`, `cpsim bench attention`): its buffers (single_run.cpp),
 // the seeded inputs and results as doubles, and with `check` the reference's (check.cpp).

@@ -9,7 +9,10 @@
 namespace cpsim {
 
 std::string RankResult::serialize() const {
+  // One buffer of the exact size (memory_need.cpp counts the results twice at this point: doubles and bytes).
+  const std::size_t doubles = out.size() + lse.size() + dq.size() + dk.size() + dv.size();
   ByteWriter w;
+  w.reserve(8 * doubles + 6 * 8 + sizeof lse_heads + sizeof lse_head0 + lse_positions.runs().size() * sizeof(PosRun));
   w.put(out);
   w.put(lse);
   w.put(dq);

@@ -109,14 +109,12 @@ RunResult run(const RunConfig& cfg) {
   opt.timeout = cfg.timeout;
   opt.tracing = cfg.tracing;
   check_launch(opt);
-  check_memory(cfg);  // before anything large is allocated (memory_need.hpp)
+  const MemoryNeed need = check_memory(cfg);  // before anything large is allocated (memory_need.hpp)
   // The processes backend keeps each rank's device buffers in a shared heap (sim/comm/shm_heap.hpp), sized to the
   // largest rank's device peak (counted exactly: memory_need.hpp).
-  if (cfg.backend == Backend::processes) {
-    const MemoryNeed need = memory_need(cfg);
+  if (cfg.backend == Backend::processes)
     for (std::int64_t peak : need.device_peak)
       opt.heap_bytes = std::max(opt.heap_bytes, static_cast<std::size_t>(peak));
-  }
 
   // 1. Launch: every rank runs its part (rank_run.hpp).
   const auto t0 = std::chrono::steady_clock::now();

@@ -93,3 +93,20 @@ TEST_CASE("bench comm side by side --json lists each evaluated goal with its low
   CHECK(count(r.out, "\"goal\":\"processes sendrecv 1K <= 10 us\",\"us\":") == 1);
   CHECK(count(r.out, "x mpi") == 0);  // not measured: not listed
 }
+
+TEST_CASE("bench comm refuses a sweep its --memory-limit cannot hold before allocating, with a --maxbytes that fits") {
+  // 2 ranks up to 64 MiB: each holds a send and a receive buffer of 64 MiB and two partial sums of 32 MiB, and the
+  // memcpy reference two buffers of 64 MiB: 512 MiB, more than 100 MiB.
+  const auto r = run_cli("bench comm --ranks 2 --minbytes 1M --maxbytes 64M --memory-limit 100M", "bench_comm_memory");
+  CHECK(r.rc == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("bench comm needs 512.1 MiB of memory") != std::string::npos);
+  CHECK(r.err.find("more than the 100.0 MiB that --memory-limit allows") != std::string::npos);
+  const auto at = r.err.find("use --maxbytes ");
+  REQUIRE(at != std::string::npos);
+  const std::string fits = r.err.substr(at + 15, r.err.find(',', at) - at - 15);
+  const auto ok = run_cli("bench comm --ranks 2 --minbytes 1M --maxbytes " + fits + " --memory-limit 100M",
+                          "bench_comm_memory_fits");
+  CHECK(ok.rc == 0);
+  CHECK(ok.err.empty());
+}

@@ -57,12 +57,11 @@ Op wait(int request) {
   return op;
 }
 
-Op all_gather(std::int64_t bytes, std::int64_t sequence = 0) {
+Op all_gather(std::int64_t bytes) {
   Op op;
   op.kind = OpKind::collective;
   op.collective = Collective::all_gather;
   op.bytes = bytes;
-  op.sequence = sequence;
   return op;
 }
 
@@ -72,9 +71,10 @@ Programs programs(std::vector<std::vector<Op>> ops) {
   for (std::size_t r = 0; r < ops.size(); ++r) {
     Program prog;
     prog.rank = static_cast<int>(r);
-    for (const Op& op : ops[r])
-      if (op.kind == OpKind::isend || op.kind == OpKind::irecv) prog.requests = std::max(prog.requests, op.request + 1);
-    prog.ops = std::move(ops[r]);
+    for (const Op& op : ops[r]) {
+      const int id = prog.push(op);
+      if (id >= 0) REQUIRE(id == op.request);  // the requests each test names are posted in order from 0
+    }
     p.ranks.push_back(std::move(prog));
     world.push_back(static_cast<int>(r));
   }

@@ -133,7 +133,7 @@ TEST_CASE("the program of every rank carries the work and bytes its recorder cou
     for (std::size_t r = 0; r < res.ranks.size(); ++r) {
       double flops = 0;
       std::int64_t pairs = 0, isend_bytes = 0, irecv_bytes = 0, collectives = 0, waits = 0, posts = 0;
-      for (const Op& op : res.programs.ranks[r].ops) {
+      for (const Op& op : res.programs.ranks[r].expand()) {
         if (op.kind == OpKind::attention) {
           flops += op.flops;
           pairs += op.pairs;
@@ -177,7 +177,7 @@ TEST_CASE("the counting device keeps a bf16 log-sum-exp in f32, as the GPU does,
   p.dtype = DType::bf16;
   const CountResult r = count_run(p, StrategyKind::ring, {.backward = false, .slots = 1});
   int merges = 0;
-  for (const Op& op : r.programs.ranks[0].ops)
+  for (const Op& op : r.programs.ranks[0].expand())
     if (op.kind == OpKind::memory && op.name == "merge") {
       ++merges;
       // Accumulator and block, bf16 (2 bytes), and their log-sum-exps, f32 (4 bytes): 3 passes of each.

@@ -1,5 +1,6 @@
 // Counting at scale: the unchanged strategies on hundreds of counting ranks and a million tokens, where every
-// visible (query, key) pair must be computed exactly once, on exactly one rank.
+// visible (query, key) pair must be computed exactly once, on exactly one rank; and the programs they issue, whose
+// memory grows with the rank count C while the ops they issue grow with C^2.
 #include <doctest/doctest.h>
 
 #include "sim/model/clock.hpp"
@@ -49,6 +50,39 @@ TEST_CASE("64 counting ranks at S = 256K compute every visible pair exactly once
   }
   Problem p = big(64, 256 << 10);  // Ulysses needs 64 | heads
   check_every_pair_once(p, StrategyKind::ulysses);
+}
+
+namespace {
+
+// The ring issues O(C^2) ops in all (C steps on each of C ranks); held one Op each, 1024 ranks took 4 GB. Stored
+// as repeated segments, each rank holds the same few dozen ops at any C: a bound of kStoredPerRank x C on the
+// stored ops, which the ops issued exceed many times over.
+constexpr std::size_t kStoredPerRank = 100;
+
+void check_programs_linear(int ranks, bool backward) {
+  Problem p = big(ranks, std::int64_t{ranks} * 2048);
+  const CountResult c = count_run(p, StrategyKind::ring, {.backward = backward});
+  std::int64_t issued = 0;
+  std::size_t stored = 0;
+  for (const Program& prog : c.programs.ranks) {
+    issued += prog.size();
+    stored += prog.stored();
+    CHECK(prog.stored() <= kStoredPerRank);
+  }
+  const auto C = static_cast<std::int64_t>(ranks);
+  CHECK(issued >= 5 * C * (C - 1));  // forward: 2 posts, 2 waits and a block per step (and the backward's more)
+  CHECK(stored <= kStoredPerRank * static_cast<std::size_t>(ranks));
+  CHECK(static_cast<std::int64_t>(stored) * 20 < issued);
+}
+
+}  // namespace
+
+TEST_CASE("256 ring ranks issue O(C^2) ops but hold O(C): a few dozen stored ops per rank") {
+  check_programs_linear(256, true);
+}
+
+TEST_CASE("1024 ring ranks hold the same few dozen ops per rank as 256 do" * doctest::test_suite("slow")) {
+  check_programs_linear(1024, false);
 }
 
 TEST_CASE("256 counting ranks at S = 1M run the ring and the 4x64 mesh" * doctest::test_suite("slow")) {

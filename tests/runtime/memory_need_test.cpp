@@ -187,3 +187,53 @@ TEST_CASE("a refused run allocates nothing large: under a 1 GiB address-space li
     CHECK(r.peak_rss_bytes < (std::int64_t{64} << 20));
   }
 }
+
+TEST_CASE("a run's estimated memory is its peak resident memory, within 15% and the program's own 64 MiB") {
+  // Shapes of little compute and much memory (S = 32, 16 heads of 1024), each run as a child process whose peak
+  // resident memory the kernel reports. What a rank holds beside its device is its results, as doubles and
+  // serialised once; the caller keeps the global inputs only to check them.
+  struct Case {
+    StrategyKind strategy;
+    DType dtype;
+    int kv_heads;
+    bool backward, check;
+  };
+  for (const Case& k :
+       {Case{StrategyKind::ring, DType::f64, 16, true, false}, Case{StrategyKind::ring, DType::f64, 16, true, true},
+        Case{StrategyKind::all_gather, DType::f32, 4, false, true},
+        Case{StrategyKind::ulysses, DType::f64, 16, false, false}}) {
+    RunConfig c;
+    c.strategy = k.strategy;
+    c.backward = k.backward;
+    c.check = k.check;
+    Problem& p = c.problem;
+    p.ranks = 4;
+    p.seq = 32;
+    p.batch = 4;
+    p.heads = 16;
+    p.kv_heads = k.kv_heads;
+    p.head_dim = 1024;
+    p.dtype = k.dtype;
+    std::vector<std::string> argv{kCpsim,       "run",
+                                  "--strategy", std::string(strategy_name(k.strategy)),
+                                  "--ranks",    "4",
+                                  "--seq",      "32",
+                                  "--batch",    "4",
+                                  "--heads",    "16",
+                                  "--kv-heads", std::to_string(k.kv_heads),
+                                  "--head-dim", "1024",
+                                  "--dtype",    std::string(dtype_name(k.dtype))};
+    if (k.backward) argv.push_back("--backward");
+    if (k.check) argv.push_back("--check");
+    CAPTURE(argv);
+    const MemoryNeed need = memory_need(c);
+    ChildOptions o;
+    o.stdout_path = o.stderr_path = "/dev/null";
+    const ChildResult r = run_child(argv, o);
+    REQUIRE(r.exit_code == 0);
+    const double rss = static_cast<double>(r.peak_rss_bytes), est = static_cast<double>(need.total);
+    MESSAGE("estimated " << est / (1 << 20) << " MiB, peak RSS " << rss / (1 << 20) << " MiB");
+    CHECK(rss <= est * 1.15 + (64 << 20));
+    CHECK(est <= rss * 1.15);
+  }
+}
