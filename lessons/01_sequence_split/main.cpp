@@ -112,6 +112,9 @@ std::vector<double> rope_errors(RunConfig cfg, const std::function<Positions(int
 
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
+  o.mask_refusal =
+      "lesson 1 measures the weight of earlier keys a rank lacks under the causal mask and takes no "
+      "--docs or --window; documents and windows are taught in lesson 12 (lessons/12_documents)";
   Problem& p = o.config.problem;
   p.ranks = 4;
   p.seq = 16;

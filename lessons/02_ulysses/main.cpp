@@ -99,7 +99,8 @@ void draw_holders(const SeqLayout& L, std::int64_t heads,
 
 void show_refusal(Problem p, int C) {
   p.ranks = C;
-  p.seq = 2 * C;  // the smallest sequence the layout accepts, so that only the heads can object
+  p.seq = 2 * C;       // the smallest sequence the layout accepts, so that only the heads can object
+  p.docs = DocSpec{};  // nor the documents of --docs (they sum to the lesson's S)
   try {
     const QuotingCpsimRun as_cpsim_run;  // the refusal as cpsim run words it
     validate(p, StrategyKind::ulysses);
@@ -117,12 +118,17 @@ int run_lesson(int argc, char** argv) {
   p.heads = p.kv_heads = 8;
   p.head_dim = 4;
   p.sharding = Sharding::contiguous;  // zigzag (lesson 5) exchanges the same way, on other rows
-  if (!lesson::parse_options(argc, argv, "Lesson 2: Ulysses", lesson::kShape | lesson::kSharding | lesson::kStep, o))
+  if (!lesson::parse_options(argc, argv, "Lesson 2: Ulysses",
+                             lesson::kShape | lesson::kSharding | lesson::kMask | lesson::kStep, o))
     return 0;
   o.config.strategy = StrategyKind::ulysses;
   validate(p, StrategyKind::ulysses);
   require(p.seq % (2 * p.ranks) == 0, "this lesson draws chunks, so S must be divisible by 2C",
           "use --seq " + std::to_string(4 * p.ranks));
+  require(!p.docs.any() || p.sharding == Sharding::contiguous,
+          "this lesson draws the chunks of S/2C positions each rank holds, and --docs with --sharding " +
+              std::string(sharding_name(p.sharding)) + " cuts every document instead",
+          "use --sharding contiguous (the lesson's default) with --docs");
   const SeqLayout L(p.ranks, p.seq, p.sharding);
   const int C = p.ranks;
 
@@ -131,8 +137,10 @@ int run_lesson(int argc, char** argv) {
   lesson::say(
       "Attention heads never look at each other. Ulysses uses that: an all-to-all turns 'a slice of "
       "the sequence, every head' into 'the whole sequence, a slice of the heads', one for each of q, k and "
-      "v; each rank then runs ordinary causal attention for its heads, and one more all-to-all turns the "
-      "output back. Four all-to-alls in all, in the forward.");
+      "v; each rank then runs ordinary " +
+      (p.mask().plain() ? std::string("causal") : "masked (" + p.mask().describe() + ")") +
+      " attention for its heads, and one more all-to-all turns the output back. Four all-to-alls in all, in "
+      "the forward.");
 
   lesson::banner(1, "who holds what before the all-to-all");
   const auto ex = exchange_tags(p, o.config.backend);

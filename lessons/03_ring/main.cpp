@@ -20,6 +20,10 @@ namespace {
 
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
+  o.mask_refusal =
+      "lesson 3 counts the blocks the causal mask lets a ring rank skip and takes no --docs or "
+      "--window; `cpsim run --strategy ring --docs ... --check` runs the ring under a mask, and lesson "
+      "12 (lessons/12_documents) teaches masks";
   Problem& p = o.config.problem;
   p.ranks = 4;
   p.seq = 16;

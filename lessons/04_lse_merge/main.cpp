@@ -138,6 +138,9 @@ std::vector<RowStep> trace_row(const Problem& p, const GlobalTensors& in, const 
 
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
+  o.mask_refusal =
+      "lesson 4 replays one row's merge under the causal mask and takes no --docs or --window; `cpsim "
+      "run --docs ... --check` merges under a mask, and lesson 12 (lessons/12_documents) teaches masks";
   Problem& p = o.config.problem;
   p.ranks = 4;
   p.seq = 16;

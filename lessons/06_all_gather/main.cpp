@@ -29,13 +29,17 @@ RunResult quiet_run(RunConfig c, StrategyKind k, int C) {
 
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
+  o.mask_refusal =
+      "lesson 6 takes --window but no --docs or --pad-docs: its pictures name the 2C chunks of one sequence; "
+      "`cpsim run --strategy all_gather --docs ... --check` runs it on documents, and lesson 12 "
+      "(lessons/12_documents) teaches masks";
   Problem& p = o.config.problem;
   p.ranks = 4;
   p.seq = 32;
   p.heads = p.kv_heads = 2;
   p.head_dim = 8;
-  if (!lesson::parse_options(argc, argv, "Lesson 6: K/V all-gather", lesson::kShape | lesson::kSharding | lesson::kStep,
-                             o))
+  if (!lesson::parse_options(argc, argv, "Lesson 6: K/V all-gather",
+                             lesson::kShape | lesson::kSharding | lesson::kWindow | lesson::kStep, o))
     return 0;
   o.config.strategy = StrategyKind::all_gather;
   o.config.backward = true;
@@ -68,13 +72,20 @@ int run_lesson(int argc, char** argv) {
                     "shuffled; the strategy copies each rank's rows to their positions before attention."
                   : "With contiguous sharding the gathered buffer is already in sequence order.");
 
-  lesson::banner(2, "each local query chunk attends to its prefix");
+  lesson::banner(2, p.window == 0 ? "each local query chunk attends to its prefix"
+                                  : "each local query chunk attends to the keys its window leaves");
   const RunResult r = lesson::run_and_step(o.config, o);
   for (const StepFrame& f : step_frames(r))
     if (f.phase == "forward" && f.step == 1 && !o.last_run_replayed) std::cout << format_frame(f, r) << "\n";
-  lesson::say(
-      "A query chunk c needs keys 0 .. c only, so it is computed against the prefix that ends with it: "
-      "the mask's diagonal lands on the prefix's last chunk, the result is final, and no merge is needed.");
+  if (p.window == 0)
+    lesson::say(
+        "A query chunk c needs keys 0 .. c only, so it is computed against the prefix that ends with it: "
+        "the mask's diagonal lands on the prefix's last chunk, the result is final, and no merge is needed.");
+  else
+    lesson::say("Under the window of W = " + std::to_string(p.window) +
+                " keys a query chunk c needs only the keys fewer than W positions before each of its queries, "
+                "a range of the chunks up to c, so it is computed against that range alone: the mask's "
+                "diagonal lands on the range's last chunk, the result is final, and no merge is needed.");
 
   lesson::banner(3, "the memory cost, as each rank counted it");
   const std::int64_t full_kv = 2 * p.batch * p.seq * p.kv_heads * p.head_dim * 8;

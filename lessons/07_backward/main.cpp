@@ -94,6 +94,10 @@ void show_calls(const RunResult& r) {
 
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
+  o.mask_refusal =
+      "lesson 7 follows the ring backward's blocks under the causal mask and takes no --docs or "
+      "--window; `cpsim run --strategy ring --backward --docs ... --check` runs it under a mask, and "
+      "lesson 12 (lessons/12_documents) teaches masks";
   Problem& p = o.config.problem;
   p.ranks = 4;
   p.seq = 16;

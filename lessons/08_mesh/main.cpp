@@ -113,7 +113,8 @@ int run_lesson(int argc, char** argv) {
   p.seq = 32;
   p.heads = p.kv_heads = 4;
   p.head_dim = 8;
-  if (!lesson::parse_options(argc, argv, "Lesson 8: the 2-D mesh", lesson::kShape | lesson::kStep, o)) return 0;
+  if (!lesson::parse_options(argc, argv, "Lesson 8: the 2-D mesh", lesson::kShape | lesson::kMask | lesson::kStep, o))
+    return 0;
   p.sharding = Sharding::zigzag;
   require(p.ranks == 8, "this lesson lays out C = 8 as 2 x 4 and 4 x 2", "use --ranks 8");
 

@@ -45,8 +45,9 @@ int run_lesson(int argc, char** argv) {
   p.heads = 32;
   p.kv_heads = 8;
   p.head_dim = 4;
-  if (!lesson::parse_options(argc, argv, "Lesson 9: GQA and the Ulysses degree",
-                             lesson::kSeq | lesson::kHeadDim | lesson::kBatch | lesson::kBackend | lesson::kStep, o))
+  if (!lesson::parse_options(
+          argc, argv, "Lesson 9: GQA and the Ulysses degree",
+          lesson::kSeq | lesson::kHeadDim | lesson::kBatch | lesson::kBackend | lesson::kMask | lesson::kStep, o))
     return 0;
   p.sharding = Sharding::zigzag;
   require(p.seq % 32 == 0, "this lesson runs 16 zigzag ranks, so S must be divisible by 32", "use --seq 32");

@@ -70,6 +70,10 @@ std::string sequential_ring(const RunConfig& cfg, Communicator& comm) {
 
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
+  o.mask_refusal =
+      "lesson 10 models the ring's overlap on one causal sequence and takes no --docs or --window; "
+      "`cpsim predict --docs ... --window ...` models a masked run (docs/predictions.md), and lesson 12 "
+      "(lessons/12_documents) teaches masks";
   Problem& p = o.config.problem;
   p.ranks = 4;
   p.seq = 64;

@@ -155,6 +155,10 @@ int max_degree(Problem p, StrategyKind k, int limit) {
 
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
+  o.mask_refusal =
+      "lesson 11 chooses a strategy for one causal sequence and takes no --docs or --window; `cpsim "
+      "predict` and `cpsim plan` take them (docs/predictions.md#masks), and lesson 12 "
+      "(lessons/12_documents) teaches masks";
   Problem& p = o.config.problem;
   p.ranks = 4;
   p.seq = 64;

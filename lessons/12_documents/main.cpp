@@ -56,6 +56,10 @@ std::int64_t total(const ShardingWork& w) {
 
 int run_lesson(int argc, char** argv) {
   lesson::Options o;
+  o.mask_refusal =
+      "lesson 12 picks its own masks (8 seeded documents, then a window of S/(2C)) and takes no --docs "
+      "or --window; --seq and --ranks change both, and `cpsim layout --docs ... --window ...` compares "
+      "the shardings under any mask";
   Problem& p = o.config.problem;
   p.ranks = 4;
   p.seq = 512;
@@ -72,8 +76,10 @@ int run_lesson(int argc, char** argv) {
   const std::int64_t W = S / (2 * C);  // STEP 2's window: shorter than a rank's S/C tokens
 
   lesson::title("Lesson 12: documents and windows, and the shardings that balance them");
-  lesson::shape(
-      p, "8 seeded documents, then a window of S/(2C) = " + std::to_string(W) + " keys; every sharding compared");
+  Problem unmasked = p;  // the note names the masks; STEP 1 prints the documents
+  unmasked.docs = DocSpec{};
+  lesson::shape(unmasked, "8 seeded documents, then a window of S/(2C) = " + std::to_string(W) +
+                              " keys; every sharding compared");
   lesson::say(
       "Long-context training packs many documents into one sequence and masks attention at their "
       "boundaries: a query sees the earlier keys of its own document only (Llama 3's document mask; "

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 #include "lessons/common/stepping.hpp"
 #include "lessons/common/terminal.hpp"
@@ -22,8 +23,33 @@ namespace cpsim::lesson {
 
 namespace po = boost::program_options;
 
+namespace {
+
+// A mask flag the lesson does not take (a lesson on the causal mask itself): one line saying where masks are taught.
+void refuse_mask_flags(int argc, char** argv, const std::string& title, unsigned flags, const std::string& refusal) {
+  const std::pair<const char*, unsigned> mask_flags[] = {{"--docs", cli::kFlagDocs},
+                                                         {"--pad-docs", cli::kFlagPadDocs},
+                                                         {"--window", cli::kFlagWindow},
+                                                         {"--chunk", cli::kFlagChunk}};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i], name = a.substr(0, a.find('='));
+    for (const auto& [flag, bit] : mask_flags) {
+      if (name != flag || (flags & bit)) continue;
+      if (!refusal.empty()) throw UsageError(refusal);
+      std::string lesson = title.substr(0, title.find(':'));  // "Lesson 5"
+      if (!lesson.empty()) lesson[0] = 'l';
+      throw UsageError(lesson + " is about the causal mask itself and takes no " + name +
+                       "; documents and windows are taught in lesson 12 (lesson_12_documents, lessons/12_documents)");
+    }
+  }
+}
+
+}  // namespace
+
 bool parse_options(int argc, char** argv, const std::string& title, unsigned flags, Options& o) {
-  const unsigned shape = (flags & cli::kAllProblemFlags) | cli::kFlagMemoryLimit;
+  refuse_mask_flags(argc, argv, title, flags, o.mask_refusal);
+  unsigned shape = (flags & cli::kAllProblemFlags) | cli::kFlagMemoryLimit;
+  if (!(flags & cli::kFlagSharding)) shape &= ~cli::kFlagChunk;  // --chunk sizes balanced sharding only
   cli::ProblemOptions values = cli::problem_options(o.config);
   po::options_description desc(title);
   cli::add_problem_options(desc, values, shape);
@@ -44,6 +70,8 @@ bool parse_options(int argc, char** argv, const std::string& title, unsigned fla
   o.step = vm.count("step") > 0;
   if (o.step) stepping().start(stdin_is_terminal(), read_key, std::cout);
   require(o.config.problem.ranks >= 1, "--ranks must be at least 1", "use --ranks 4");
+  // Documents the sharding cannot cut are refused now, before the lesson prints a line (UsageError).
+  if (o.config.problem.docs.any()) (void)o.config.problem.layout();
   return true;
 }
 
@@ -101,8 +129,16 @@ void banner(int step, const std::string& text) {
 
 void shape(const Problem& p, const std::string& note) {
   std::cout << "Shape: B=" << p.batch << " S=" << p.seq << " Nq=" << p.heads << " Nkv=" << p.kv_heads
-            << " D=" << p.head_dim << ", C=" << p.ranks << " ranks, " << sharding_name(p.sharding) << " sharding\n"
-            << wrap("(" + (note.empty() ? "" : note + "; ") + "--help lists the flags that change it)", 78, "       ")
+            << " D=" << p.head_dim << ", C=" << p.ranks << " ranks, " << sharding_name(p.sharding) << " sharding\n";
+  const Mask mask = p.mask();
+  if (!mask.plain()) {  // --docs or --window: the mask every run and check of the lesson takes
+    const Documents docs = p.documents();
+    std::cout << wrap("Mask: " + std::string(mask.causal() ? "causal" : "full") +
+                          (docs.empty() ? "" : ", " + docs.describe()) +
+                          (mask.window() > 0 ? ", window " + std::to_string(mask.window()) : ""),
+                      78, "       ");
+  }
+  std::cout << wrap("(" + (note.empty() ? "" : note + "; ") + "--help lists the flags that change it)", 78, "       ")
             << "\n";
 }
 

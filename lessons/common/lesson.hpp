@@ -25,7 +25,12 @@ enum Flag : unsigned {
   kBatch = cli::kFlagBatch,
   kSharding = cli::kFlagSharding,
   kBackend = cli::kFlagBackend,
-  kStep = cli::kAllProblemFlags + 1,  // --step: pause at every STEP and replay each run step by step (stepping.hpp); --trace FILE
+  // --docs, --pad-docs, --window (and --chunk for balanced sharding): the lesson's runs and checks take the mask.
+  // A lesson without them refuses the flags with one line naming lesson 12, where masks are taught.
+  kMask = cli::kFlagsMask,
+  kWindow = cli::kFlagWindow,  // --window alone (a lesson whose pictures name the chunks of one sequence)
+  kStep = cli::kAllProblemFlags +
+          1,  // --step: pause at every STEP and replay each run step by step (stepping.hpp); --trace FILE
   kShape = kRanks | kSeq | kHeads | kKvHeads | kHeadDim | kBatch | kBackend,
 };
 
@@ -33,6 +38,9 @@ struct Options {
   RunConfig config;        // the lesson's defaults before parsing, the learner's shape after
   bool step = false;       // --step given
   std::string trace_file;  // --trace FILE given: every run of the lesson writes its trace
+  // The line that refuses a mask flag the lesson does not take (empty: the lesson is about the causal mask; see
+  // lesson 12).
+  std::string mask_refusal;
   mutable int traces_written = 0;
   mutable bool last_run_replayed = false;  // run_and_step replayed its run step by step (the lesson need not print it)
 };
@@ -50,8 +58,9 @@ void title(const std::string& text);             // the lesson's first line, und
 void banner(int step, const std::string& text);  // "STEP n: text"; with --step it pauses first
 // Printed right after the title: "Shape: B=1 S=16 Nq=2 Nkv=2 D=8, C=4 ranks, contiguous sharding", then
 // "(note; --help lists the flags that change it)" under it. (Not the backend: a transcript is the same on each.)
+// Under --docs or --window a "Mask: causal, 2 documents; ..." line comes between them.
 void shape(const Problem& p, const std::string& note = "");
-void say(const std::string& paragraph);          // wrapped to 78 columns, blank line after
+void say(const std::string& paragraph);  // wrapped to 78 columns, blank line after
 std::string wrap(const std::string& paragraph, int width = 78, const std::string& indent = "");
 std::string indent(const std::string& text, const std::string& prefix);  // every line prefixed, spacing kept
 std::string ms(double milliseconds);                                     // "12.34 ms": the one form times take

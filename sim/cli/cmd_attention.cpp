@@ -1,17 +1,20 @@
 // `cpsim attention`: the tiled kernel on one CPU device, forward and backward over the whole problem, timed, and
 // (--check) compared with the f64 reference under the project's rule for its dtype (sim/kernels/check.hpp).
+// The mask is causal or full, with documents (--docs) and a window (--window) from the shared flag table
+// (problem_options.hpp); the kernel, the counts and the check all take it.
 #include <cinttypes>
 #include <cstdio>
 #include <iostream>
 #include <string>
 
 #include "sim/cli/cli.hpp"
+#include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
+#include "sim/core/sizes.hpp"
 #include "sim/kernels/check.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/single_run.hpp"
-#include "sim/core/sizes.hpp"
 #include "sim/runtime/inputs.hpp"
 #include "sim/runtime/memory_need.hpp"
 
@@ -22,6 +25,8 @@ struct AttentionArgs {
   AttentionShape shape{};
   DType dtype = DType::f32;
   bool causal = true, check = false, json = false;
+  Mask mask;            // causal or full, with the documents and window of --docs / --window
+  Documents documents;  // empty without --docs
   std::uint64_t seed = 0;
   int tile = CpuDevice::kDefaultTile;
   std::int64_t memory_limit = 0;  // --memory-limit; 0: what the machine has left
@@ -48,6 +53,8 @@ AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
   std::string dtype = "f32", memory_limit;
   bool causal = false, full = false;
   AttentionArgs a;
+  ProblemOptions mask_flags;  // --docs, --window: the shared table's rows (one device: no --pad-docs, no sharding)
+  mask_flags.seed = 0;
   desc.add_options()                                                                                       //
       ("batch", po::value(&B)->default_value(1), "batch size B")                                           //
       ("seq", po::value(&S)->default_value(512), "sequence length S")                                      //
@@ -63,10 +70,19 @@ AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
       ("tile", po::value(&a.tile)->default_value(CpuDevice::kDefaultTile), "rows per query and key tile")  //
       ("memory-limit", po::value(&memory_limit)->value_name("BYTES"),
        "the most memory the attention may hold (K, M, G, T); default: what this machine has left");
+  add_problem_options(desc, mask_flags, kFlagDocs | kFlagWindow);
   po::variables_map vm;
   help = !parse("attention", desc, args, vm);
   if (help) return a;
   if (!vm.count("kv-heads")) K = N;
+  // The mask: listed --docs lengths make S unless --seq is given (then they must sum to it), as on every command.
+  RunConfig mc;
+  mc.seed = a.seed;
+  mc.problem.ranks = 1;
+  mc.problem.seq = S;
+  mc.problem.causal = !full;
+  apply_problem_options(mask_flags, vm, kFlagDocs | kFlagWindow, mc);
+  S = mc.problem.seq;
   require(B >= 1, "the batch size must be at least 1 (got --batch " + std::to_string(B) + ")", "use --batch 1");
   require(S >= 1, "the sequence length must be at least 1 (got --seq " + std::to_string(S) + ")", "use --seq 512");
   require(N >= 1, "there must be at least one query head (got --heads " + std::to_string(N) + ")", "use --heads 8");
@@ -76,8 +92,8 @@ AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
   // the memory before anything is made (cmd_attention).
   tensor_bytes("q", {{"B", B, "batch"}, {"S", S, "seq"}, {"Nq", N, "heads"}, {"D", D, "head-dim"}}, sizeof(double),
                "doubles");
-  tensor_bytes("k", {{"B", B, "batch"}, {"S", S, "seq"}, {"Nkv", K, "kv-heads"}, {"D", D, "head-dim"}},
-               sizeof(double), "doubles");
+  tensor_bytes("k", {{"B", B, "batch"}, {"S", S, "seq"}, {"Nkv", K, "kv-heads"}, {"D", D, "head-dim"}}, sizeof(double),
+               "doubles");
   if (N % K != 0)
     require(false,
             "grouped-query attention needs the query heads to be a multiple of the kv heads (Nq=" + std::to_string(N) +
@@ -93,6 +109,8 @@ AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
   a.dtype = parse_dtype(dtype);
   require(a.dtype != DType::bf16, "bf16 needs a GPU device", "use --dtype f32 or f64");
   a.causal = !full;
+  a.documents = mc.problem.documents();  // UsageError: lengths that do not sum to S
+  a.mask = mc.problem.mask();
   a.shape = AttentionShape{.B = B, .Sq = S, .Sk = S, .Nq = N, .Nkv = K, .D = D};
   if (vm.count("memory-limit")) a.memory_limit = parse_size64("memory-limit", memory_limit);
   require(!vm.count("memory-limit") || a.memory_limit > 0, "--memory-limit must be at least 1 byte",
@@ -118,6 +136,8 @@ void print_json(const AttentionArgs& a, const SingleRun& r, const CheckReport* c
   j.key("config").begin_object();
   j.key("batch").value(s.B).key("seq").value(s.Sq).key("heads").value(s.Nq).key("kv_heads").value(s.Nkv);
   j.key("head_dim").value(s.D).key("dtype").value(dtype_name(a.dtype)).key("causal").value(a.causal);
+  j.key("mask").value(a.mask.describe()).key("window").value(a.mask.window());
+  if (!a.documents.empty()) j.key("documents").array(a.documents.lengths).key("document_bounds").array(a.mask.bounds());
   j.key("seed").value(static_cast<std::int64_t>(a.seed)).key("tile").value(a.tile).key("device").value("cpu");
   j.end_object();
   json_call(j, "forward", r.fwd_work, r.fwd_seconds);
@@ -136,8 +156,9 @@ void print_text(const AttentionArgs& a, const SingleRun& r, const CheckReport* c
   const AttentionShape& s = a.shape;
   std::printf("attention on the cpu device: B=%" PRId64 " S=%" PRId64 " Nq=%" PRId64 " Nkv=%" PRId64 " D=%" PRId64
               " %s %s, tile %d, seed %" PRIu64 "\n",
-              s.B, s.Sq, s.Nq, s.Nkv, s.D, std::string(dtype_name(a.dtype)).c_str(), a.causal ? "causal" : "full",
-              a.tile, a.seed);
+              s.B, s.Sq, s.Nq, s.Nkv, s.D, std::string(dtype_name(a.dtype)).c_str(), a.mask.describe().c_str(), a.tile,
+              a.seed);
+  if (!a.documents.empty()) std::printf("  %s\n", a.documents.describe().c_str());
   std::printf("  %-9s %12s %10s %14s %16s\n", "call", "time ms", "GFLOP/s", "visible pairs", "tiles done/skip");
   auto row = [](const char* name, const WorkCounts& w, double sec) {
     const std::string tiles = std::to_string(w.tiles_computed) + "/" + std::to_string(w.tiles_skipped);
@@ -169,7 +190,7 @@ int cmd_attention(const std::vector<std::string>& args) {
   const AttentionArgs a = parse_args(args, help);
   if (help) return 0;
   check_single_device_memory(a.shape, a.dtype, true, a.check, a.memory_limit);  // before anything large is made
-  const AttentionProblem p = attention_problem(a.shape, a.causal, a.dtype, a.seed);
+  const AttentionProblem p = attention_problem(a.shape, a.mask, a.dtype, a.seed);
   Recorder rec;
   CpuDevice dev(rec, a.tile);
   const SingleRun r = run_single_device(dev, p, a.dtype);

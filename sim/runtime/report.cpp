@@ -136,6 +136,16 @@ std::string format_report(const RunResult& r) {
   return os.str();
 }
 
+void write_runs(JsonWriter& j, const std::vector<PosRun>& runs) {
+  j.begin_array();
+  for (const PosRun& r : runs) {
+    const bool one_block = r.count == r.width;
+    j.begin_array().value(r.first).value(r.count).value(one_block ? 1 : r.stride).value(one_block ? 1 : r.width);
+    j.end_array();
+  }
+  j.end_array();
+}
+
 void write_json(JsonWriter& j, const RunResult& r) {
   const RunConfig& cfg = r.config;
   const Problem& p = cfg.problem;
@@ -147,6 +157,11 @@ void write_json(JsonWriter& j, const RunResult& r) {
   j.key("head_dim").value(p.head_dim).key("dtype").value(dtype_name(p.dtype)).key("causal").value(p.causal);
   const Documents docs = p.documents();
   j.key("mask").value(p.mask().describe()).key("window").value(p.window);
+  const Mask mask = p.mask();
+  j.key("attention_mask").begin_object().key("kind").value(mask.causal() ? "causal" : "full");
+  j.key("window").value(mask.window());
+  if (mask.has_documents()) j.key("document_bounds").array(mask.bounds());  // cu_seqlens: [0, L1, L1 + L2, ..., S]
+  j.end_object();
   j.key("layout").value(p.layout().describe());
   if (p.sharding == Sharding::balanced) j.key("chunk").value(p.layout().balance_chunk());
   if (!docs.empty()) {
@@ -161,9 +176,9 @@ void write_json(JsonWriter& j, const RunResult& r) {
   for (const RankReport& rk : r.ranks) {
     const Recorder& s = rk.stats;
     j.begin_object().key("rank").value(rk.rank);
-    j.key("positions").begin_array();
-    for (const Span& sp : rk.positions.spans()) j.begin_array().value(sp.lo).value(sp.hi).end_array();
-    j.end_array();
+    j.key("position_runs");
+    write_runs(j, rk.positions.runs());
+    j.key("positions_text").value(rk.positions.text());
     j.key("work").begin_object();
     for (const char* phase : {"forward", "backward"}) {
       const WorkCounts w = phase_work(s, phase);

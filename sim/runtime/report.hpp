@@ -3,6 +3,7 @@
 #include <string>
 
 #include "sim/core/json.hpp"
+#include "sim/core/positions.hpp"
 #include "sim/core/sizes.hpp"  // format_bytes
 #include "sim/runtime/run.hpp"
 
@@ -11,5 +12,7 @@ namespace cpsim {
 std::string format_report(const RunResult& r);       // text for an 80..120-column terminal
 std::string format_check(const RunResult& r);        // the check section alone (with per-rank CORRECT/ERROR)
 void write_json(JsonWriter& j, const RunResult& r);  // {config, ranks, check, wall_ms}
+// Position runs as [[first, count, stride, width], ...] (one block written as [first, count, 1, 1]).
+void write_runs(JsonWriter& j, const std::vector<PosRun>& runs);
 
 }  // namespace cpsim

@@ -157,20 +157,28 @@ std::vector<StepFrame> step_frames(const RunResult& r) {
   return frames;
 }
 
-Grid step_grid(const StepFrame& f, const SeqLayout& L) {
+Grid step_grid(const StepFrame& f, const SeqLayout& L, const Mask& mask) {
   const int n = 2 * L.ranks();
+  const std::int64_t t = L.chunk_len();
   Grid g(static_cast<std::size_t>(n), std::vector<GridCell>(static_cast<std::size_t>(n)));
+  // What the mask leaves of each chunk cell: none (masked), part (drawn r\), all. Causal: above the diagonal, on it.
+  std::vector<std::vector<std::int64_t>> pairs(static_cast<std::size_t>(n), std::vector<std::int64_t>(n));
   for (int qc = 0; qc < n; ++qc)
-    for (int kc = qc + 1; kc < n; ++kc) g[static_cast<std::size_t>(qc)][static_cast<std::size_t>(kc)].masked = true;
+    for (int kc = 0; kc < n; ++kc) {
+      const std::int64_t v = visible_pairs(Positions::range(qc * t, t), Positions::range(kc * t, t), mask);
+      pairs[static_cast<std::size_t>(qc)][static_cast<std::size_t>(kc)] = v;
+      g[static_cast<std::size_t>(qc)][static_cast<std::size_t>(kc)].masked = v == 0;
+    }
   for (const RankStep& rs : f.ranks)
     for (const BlockDone& b : rs.blocks) {
       if (b.kind == BlockKind::skipped) continue;
       for (int qc : chunks_of(b.q, L))
         for (int kc : chunks_of(b.k, L)) {
-          if (kc > qc) continue;
+          const std::int64_t v = pairs[static_cast<std::size_t>(qc)][static_cast<std::size_t>(kc)];
+          if (v == 0) continue;
           GridCell& cell = g[static_cast<std::size_t>(qc)][static_cast<std::size_t>(kc)];
           if (cell.rank < 0 || rs.rank < cell.rank) cell.rank = rs.rank;
-          cell.diagonal = kc == qc;
+          cell.diagonal = v < t * t;
         }
     }
   return g;
@@ -223,7 +231,9 @@ std::vector<std::string> frame_pages(const StepFrame& f, const RunResult& r, int
   for (const RankStep& rs : f.ranks) computed = computed || !rs.blocks.empty();
   if (computed && has_chunk_grid(L) && 2 * L.ranks() <= 16) {
     grid.push_back("  chunks computed at this step (rows: query chunks, columns: key chunks):");
-    std::istringstream cells(draw_grid(step_grid(f, L))), legend(grid_legend("computes the block", true));
+    const Mask mask = r.config.problem.mask();
+    std::istringstream cells(draw_grid(step_grid(f, L, mask))),
+        legend(grid_legend("computes the block", true, "  ", !mask.plain() || !mask.causal()));
     for (std::string line; std::getline(cells, line);) grid.push_back("    " + line);
     for (std::string line; std::getline(legend, line);) grid.push_back(line);
     if (shared_cells(f, L))

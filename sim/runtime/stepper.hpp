@@ -44,9 +44,10 @@ struct StepFrame {
 // Throws Error when the run was not traced (RunConfig::tracing off).
 std::vector<StepFrame> step_frames(const RunResult& r);
 
-// The chunk cells (of the 2C-chunk causal grid) computed during a frame. A cell computed by several ranks
-// (for different heads, as in Ulysses) shows the lowest of them. Requires S % 2C == 0.
-Grid step_grid(const StepFrame& f, const SeqLayout& L);
+// The chunk cells (of the 2C-chunk grid) computed during a frame, under the run's mask: a cell with no visible pair
+// is masked, one the mask covers in part is marked (the causal diagonal). A cell computed by several ranks (for
+// different heads, as in Ulysses) shows the lowest of them. Requires S % 2C == 0.
+Grid step_grid(const StepFrame& f, const SeqLayout& L, const Mask& mask = Mask(true));
 
 // The most lines a frame's page takes: with its leading blank line and the pause prompt, a 24-line terminal.
 inline constexpr int kFrameLines = 22;

@@ -26,10 +26,25 @@ struct Line {
   std::string json;  // the whole event object
 };
 
-void spans(JsonWriter& j, const std::vector<Span>& s) {
-  j.begin_array();
-  for (const Span& sp : s) j.begin_array().value(sp.lo).value(sp.hi).end_array();
-  j.end_array();
+// Spans as runs [first, count, stride, width]: consecutive spans of one width at one distance become one run, so a
+// striped rank's thousands of one-token spans are one entry.
+void span_runs(JsonWriter& j, const std::vector<Span>& s) {
+  std::vector<PosRun> runs;
+  for (const Span& sp : s) {
+    const std::int64_t w = sp.hi - sp.lo;
+    if (w <= 0) continue;
+    if (!runs.empty()) {
+      PosRun& r = runs.back();
+      const std::int64_t blocks = r.count / r.width, next = r.first + blocks * r.stride;
+      if (r.width == w && (blocks == 1 ? sp.lo > r.first + w : sp.lo == next)) {
+        if (blocks == 1) r.stride = sp.lo - r.first;
+        r.count += w;
+        continue;
+      }
+    }
+    runs.push_back(PosRun{sp.lo, w, w, w});
+  }
+  write_runs(j, runs);
 }
 
 // {"name", "cat", "ph":"X", "ts", "dur", "pid", "tid", "args": {phase, step, ...}} with args filled by `more`.
@@ -95,10 +110,10 @@ std::vector<Line> rank_lines(const RankReport& rk) {
       case TraceEvent::Type::compute:
         out.push_back(complete(pid, kLaneCompute, e.name, "compute", e.start_us, e.dur_us, e, [&](JsonWriter& j) {
           j.key("kind").value(block_kind_name(e.kind)).key("pairs").value(e.pairs);
-          j.key("q");
-          spans(j, e.q_spans);
-          j.key("k");
-          spans(j, e.k_spans);
+          j.key("q_runs");
+          span_runs(j, e.q_spans);
+          j.key("k_runs");
+          span_runs(j, e.k_spans);
         }));
         break;
       case TraceEvent::Type::comm:

@@ -3,12 +3,20 @@
 //
 // One process row per rank (pid = rank), four lanes (tid):
 //   0 "phase / step"   the forward and backward phases, and each step inside them, as nested slices
-//   1 "compute"        every attention call: its query and key position spans and its sub-block kind
+//   1 "compute"        every attention call: its query and key positions (as runs) and its sub-block kind
 //   2 "communication"  every send/recv/collective: peer or group (world ranks) and bytes
 //   3 "idle"           every wait: the time the rank was blocked (a request's wait or a blocking call)
 // Times are microseconds since the run's shared epoch. cpsim's own fields ride in each event's `args`; the run's
-// config, layout (each rank's spans) and per-rank stats ride in `otherData.run` (the same object as
-// `cpsim run --json`), so the visualizer needs nothing else.
+// config (with its mask), layout (each rank's positions as runs) and per-rank stats ride in `otherData.run` (the
+// same object as `cpsim run --json`), so the visualizer needs nothing else.
+//
+// Format versions (otherData.format_version):
+//   1  positions and a call's q/k as spans [lo, hi), the mask only as config.causal (a striped rank's spans are one
+//      per token)
+//   2  positions and a call's q/k as runs [first, count, stride, width] (sim/core/positions.hpp: `count` positions
+//      in blocks of `width`, block b at first + b * stride), keys `position_runs`, `q_runs`, `k_runs`; the mask as
+//      config.attention_mask {kind, window, document_bounds}: a few numbers per document, never one per token
+// The visualizer reads both.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -17,7 +25,7 @@
 
 namespace cpsim {
 
-inline constexpr int kTraceFormatVersion = 1;
+inline constexpr int kTraceFormatVersion = 2;
 inline constexpr int kLaneSteps = 0, kLaneCompute = 1, kLaneComm = 2, kLaneIdle = 3;  // the tids
 
 // The trace as JSON text: {"displayTimeUnit", "otherData", "traceEvents"}. Needs a run with RunConfig::tracing

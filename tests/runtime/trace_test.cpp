@@ -54,6 +54,17 @@ int count(const Parsed& p, int rank, int lane, const std::string& name = "", con
   }));
 }
 
+// [[first, count, stride, width], ...] back into positions.
+Positions runs_of(const Value& runs) {
+  Positions p;
+  for (const Value& r : runs.arr) {
+    REQUIRE(r.arr.size() == 4);
+    p.append(PosRun{static_cast<std::int64_t>(r[0].num), static_cast<std::int64_t>(r[1].num),
+                    static_cast<std::int64_t>(r[2].num), static_cast<std::int64_t>(r[3].num)});
+  }
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("a ring forward trace has C-1 isends, C-1 irecvs and a wait for each on every rank") {
@@ -201,7 +212,7 @@ TEST_CASE("every trace event has the fields of the Chrome trace event format") {
   CHECK(names == 4 * (1 + 4));  // a process name per rank and a name per lane
 }
 
-TEST_CASE("compute events carry spans, kind and pairs that add up to the recorder's work") {
+TEST_CASE("compute events carry position runs, kind and pairs that add up to the recorder's work") {
   const RunResult r = run(traced(StrategyKind::ring, Sharding::zigzag, 4, false));
   const Parsed p = parse(r);
   const Problem& pr = r.config.problem;
@@ -211,8 +222,8 @@ TEST_CASE("compute events carry spans, kind and pairs that add up to the recorde
     for (const Value* e : p.events) {
       if ((*e)["pid"].num != rk.rank || (*e)["tid"].num != kLaneCompute) continue;
       const Value& a = (*e)["args"];
-      CHECK(!a["q"].arr.empty());
-      CHECK(!a["k"].arr.empty());
+      CHECK(!a["q_runs"].arr.empty());
+      CHECK(!a["k_runs"].arr.empty());
       CHECK(a["kind"].is_string());
       pairs += static_cast<std::int64_t>(a["pairs"].num);
     }
@@ -261,12 +272,8 @@ TEST_CASE("the trace's metadata holds the config, each rank's spans and stats ma
   CHECK(run_meta["config"]["sharding"].str == "zigzag");
   for (const RankReport& rk : r.ranks) {
     const Value& m = run_meta["ranks"][static_cast<std::size_t>(rk.rank)];
-    const std::vector<Span> spans = rk.positions.spans();
-    REQUIRE(m["positions"].arr.size() == spans.size());
-    for (std::size_t i = 0; i < spans.size(); ++i) {
-      CHECK(m["positions"][i][0].num == spans[i].lo);
-      CHECK(m["positions"][i][1].num == spans[i].hi);
-    }
+    CHECK(runs_of(m["position_runs"]) == rk.positions);
+    CHECK(m["positions_text"].str == rk.positions.text());
     double sent = 0;
     for (const Value* e : p.events)
       if ((*e)["pid"].num == rk.rank && (*e)["tid"].num == kLaneComm) sent += (*e)["args"]["bytes_sent"].num;
@@ -288,4 +295,36 @@ TEST_CASE("a run that was not traced cannot be written as a trace") {
   c.tracing = false;
   const RunResult r = run(c);
   CHECK_THROWS_AS(trace_json(r), UsageError);
+}
+
+TEST_CASE("a striped trace under documents and a window stays small: positions and calls are runs, the mask is named") {
+  RunConfig c = traced(StrategyKind::ring, Sharding::striped, 4, true);
+  c.problem.seq = 4096;
+  c.problem.heads = c.problem.kv_heads = 1;
+  c.problem.head_dim = 4;
+  c.problem.docs.lengths = {1024, 2048, 1024};
+  c.problem.window = 300;
+  const RunResult r = run(c);
+  const Parsed p = parse(r);
+  const Value& cfg = p.root["otherData"]["run"]["config"];
+  CHECK(cfg["attention_mask"]["kind"].str == "causal");
+  CHECK(cfg["attention_mask"]["window"].num == 300);
+  REQUIRE(cfg["attention_mask"]["document_bounds"].arr.size() == 4);
+  CHECK(cfg["attention_mask"]["document_bounds"][1].num == 1024);
+  CHECK(cfg["attention_mask"]["document_bounds"][3].num == 4096);
+  for (const RankReport& rk : r.ranks) {
+    const Value& m = p.root["otherData"]["run"]["ranks"][static_cast<std::size_t>(rk.rank)];
+    CHECK(m["position_runs"].arr.size() == 1);  // 1024 positions r, r+4, ...: one strided run
+    CHECK(runs_of(m["position_runs"]) == rk.positions);
+  }
+  std::size_t calls = 0;
+  for (const Value* e : p.events) {
+    if ((*e)["tid"].num != kLaneCompute) continue;
+    ++calls;
+    const Value& a = (*e)["args"];
+    CHECK(a["q_runs"].arr.size() <= 2);  // a strided run (or the rows of it that see a key), never one per token
+    CHECK(a["k_runs"].arr.size() <= 2);
+  }
+  CHECK(calls > 0);
+  CHECK(trace_json(r).size() < 64 * 1024);
 }

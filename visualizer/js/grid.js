@@ -1,6 +1,7 @@
-// The attention grid: the S x S causal score matrix at chunk granularity, each tile coloured by the rank that
-// computes it at the chosen step (stripes when several ranks share a tile, each with its own heads), with a step
-// slider and an animation. Tiles come from the compute events' query/key spans (model.js).
+// The attention grid: the S x S score matrix at chunk granularity under the run's mask (causal, documents, a
+// window), each tile coloured by the rank that computes it at the chosen step (stripes when several ranks share a
+// tile, each with its own heads), with a step slider and an animation. Tiles come from the compute events' query/key
+// runs; what the mask lets through each tile, from the trace's mask (model.js).
 'use strict';
 (function(ns) {
 const EXPLAIN = {
@@ -46,10 +47,9 @@ ns.renderGrid = function(section, model, state) {
   const M = {left: 58, top: 58}, size = tile * n;
   const perRank = new Array(C).fill(0);
   current.forEach((t) => t.ranks.forEach((r) => ++perRank[r]));
-  let visibleTiles = 0;
-  for (let i = 0; i < n; ++i)
-    for (let j = 0; j < n; ++j)
-      if (!cfg.causal || j <= i) ++visibleTiles;
+  const count = (st) => model.states.filter((x) => x === st).length;
+  const visibleTiles = count('full') + count('partial');
+  const maskedDocs = count('documents'), maskedWindow = count('window'), bounds = model.mask.bounds || [];
   const svg = ns.svg(
       'svg', {
         id: 'grid-svg',
@@ -60,6 +60,13 @@ ns.renderGrid = function(section, model, state) {
         'data-chunks': n,
         'data-tiles': current.size,
         'data-tiles-visible': visibleTiles,
+        'data-tiles-partial': count('partial'),
+        'data-tiles-masked': maskedDocs + maskedWindow + count('after'),
+        'data-tiles-masked-documents': maskedDocs,
+        'data-tiles-masked-window': maskedWindow,
+        'data-chunk': model.chunk,
+        'data-documents': bounds.length ? bounds.length - 1 : 1,
+        'data-window': model.mask.window,
         'data-rank-tiles': perRank.join(','),
         'data-earlier-tiles': state.earlier ? earlier.size : 0
       },
@@ -79,13 +86,22 @@ ns.renderGrid = function(section, model, state) {
   ql.textContent = '\u2190 queries (Q chunks)';
   const every = Math.ceil(16 / tile);
   for (let i = 0; i < n; ++i) {
-    const c = model.owner[i] >= 0 ? ns.rankColor(model.owner[i], C) : '#ccc';
-    const lo = i * model.chunk, hi = Math.min(cfg.seq, lo + model.chunk);
-    const ownerText = model.owner[i] >= 0 ? 'owned by rank ' + model.owner[i] : '';
-    const top = ns.svg('rect', {x: M.left + i * tile, y: M.top - 10, width: tile - 1, height: 7, fill: c}, svg);
-    const side_ = ns.svg('rect', {x: M.left - 10, y: M.top + i * tile, width: 7, height: tile - 1, fill: c}, svg);
-    for (const el of [top, side_])
-      ns.hover(el, () => ['chunk ' + i, [['positions', '[' + lo + ',' + hi + ')'], ['', ownerText]]]);
+    const lo = i * model.chunk, hi = Math.min(cfg.seq, lo + model.chunk), own = model.owners[i];
+    const ownerText =
+        own.length === 1 ? 'owned by rank ' + own[0][0] : own.map(([r, k]) => 'rank ' + r + ' holds ' + k).join(', ');
+    // The owners' strip: one colour per rank that holds positions of the chunk, in proportion to how many.
+    const total = own.reduce((a, [, k]) => a + k, 0) || 1;
+    let at = 0;
+    const strip =
+        ns.svg('g', {class: 'owner', 'data-chunk-index': i, 'data-owners': own.map(([r]) => r).join(',')}, svg);
+    if (!own.length) own.push([-1, 1]);
+    for (const [r, k] of own) {
+      const c = r >= 0 ? ns.rankColor(r, C) : '#ccc', f = k / total, w = (tile - 1) * f, o = (tile - 1) * at;
+      ns.svg('rect', {x: M.left + i * tile + o, y: M.top - 10, width: w, height: 7, fill: c}, strip);
+      ns.svg('rect', {x: M.left - 10, y: M.top + i * tile + o, width: 7, height: w, fill: c}, strip);
+      at += f;
+    }
+    ns.hover(strip, () => ['chunk ' + i, [['positions', '[' + lo + ',' + hi + ')'], ['', ownerText]]]);
     if (i % every === 0) {
       ns.svg(
           'text', {x: M.left + i * tile + tile / 2, y: M.top - 15, 'text-anchor': 'middle', class: 'label'}, svg,
@@ -95,15 +111,39 @@ ns.renderGrid = function(section, model, state) {
           String(i));
     }
   }
-  const g = ns.svg('g', {}, svg);
+  const g = ns.svg('g', {}, svg), mask = model.mask;
+  const MASKED = {documents: 'url(#mask-documents)', window: 'url(#mask-window)'};
+  const defs = ns.svg('defs', {}, svg);
+  for (const [id, angle, color] of [['mask-documents', 45, '#c9ced6'], ['mask-window', -45, '#d8c9b0']]) {
+    const pat = ns.svg(
+        'pattern', {id, width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(' + angle + ')'},
+        defs);
+    ns.svg('rect', {width: 6, height: 6, fill: '#fafbfc'}, pat);
+    ns.svg('line', {x1: 0, y1: 0, x2: 0, y2: 6, stroke: color, 'stroke-width': 2}, pat);
+  }
+  // The visible keys of query q inside key chunk j, as text: "keys 4-11", or "none".
+  const seen = (q, j) => {
+    const lo = Math.max(mask.lo(q), j * model.chunk),
+          hi = Math.min(mask.hi(q), Math.min(cfg.seq, (j + 1) * model.chunk) - 1);
+    return hi >= lo ? 'keys ' + lo + (hi > lo ? '\u2013' + hi : '') : 'no key';
+  };
   for (let i = 0; i < n; ++i)
     for (let j = 0; j < n; ++j) {
-      if (cfg.causal && j > i) continue;
-      const key = i * n + j, x = M.left + j * tile, y = M.top + i * tile;
+      const key = i * n + j, st = model.states[key];
+      if (st === 'after') continue;  // the causal triangle's empty half, drawn as nothing
+      const x = M.left + j * tile, y = M.top + i * tile;
       const now = current.get(key), before = state.earlier ? earlier.get(key) : undefined;
       const t = now || before;
-      const cell = ns.svg('g', {class: 'tile' + (now ? ' computed' : ''), 'data-q': i, 'data-k': j}, g);
-      ns.svg('rect', {x, y, width: tile - 1, height: tile - 1, fill: '#eef1f4'}, cell);
+      const cell = ns.svg(
+          'g', {
+            class: 'tile' + (now ? ' computed' : ''),
+            'data-q': i,
+            'data-k': j,
+            'data-mask': st,
+            'data-pairs': model.pairs[key]
+          },
+          g);
+      ns.svg('rect', {x, y, width: tile - 1, height: tile - 1, fill: MASKED[st] || '#eef1f4'}, cell);
       if (t) {
         const rs = [...t.ranks].sort((a, b) => a - b), w = (tile - 1) / rs.length;
         rs.forEach(
@@ -112,16 +152,25 @@ ns.renderGrid = function(section, model, state) {
                 {x: x + s * w, y, width: w, height: tile - 1, fill: ns.rankColor(r, C), 'fill-opacity': now ? 1 : 0.25},
                 cell));
       }
-      if (cfg.causal && i === j)  // the masked upper half of a diagonal tile
-        ns.svg(
-            'polygon',
-            {points: [x, y, x + tile - 1, y, x + tile - 1, y + tile - 1].join(' '), fill: '#fff', 'fill-opacity': 0.72},
-            cell);
+      if (st === 'partial') cell.appendChild(maskedPart(mask, i, j, x, y, tile, model.chunk, cfg.seq));
       ns.hover(cell, () => {
+        const q0 = i * model.chunk, q1 = Math.min(cfg.seq, (i + 1) * model.chunk),
+              k1 = Math.min(cfg.seq, (j + 1) * model.chunk);
+        const area = (q1 - q0) * (k1 - j * model.chunk);
         const rows = [
-          ['queries', '[' + i * model.chunk + ',' + (i + 1) * model.chunk + ')'],
-          ['keys', '[' + j * model.chunk + ',' + (j + 1) * model.chunk + ')']
+          ['queries', '[' + q0 + ',' + q1 + ')'], ['keys', '[' + j * model.chunk + ',' + k1 + ')'],
+          [
+            'visible pairs',
+            ns.fmtInt(model.pairs[key]) + ' of ' + ns.fmtInt(area) +
+                (st === 'documents'  ? ' (queries and keys in different documents)' :
+                     st === 'window' ? ' (every key outside the window)' :
+                                       '')
+          ]
         ];
+        if (st === 'partial') {
+          rows.push(['query ' + q0 + ' sees', seen(q0, j)]);
+          if (q1 - 1 > q0) rows.push(['query ' + (q1 - 1) + ' sees', seen(q1 - 1, j)]);
+        }
         if (now)
           rows.push(['computed by', 'rank ' + [...now.ranks].sort((a, b) => a - b).join(', ')]);
         else if (before)
@@ -131,11 +180,54 @@ ns.renderGrid = function(section, model, state) {
         return ['tile (' + i + ', ' + j + ')', rows];
       });
     }
+  // Document boundaries (both axes) and the window's edges, over the tiles.
+  const over = ns.svg('g', {class: 'mask-lines', 'pointer-events': 'none'}, svg), px = (p) => (p / model.chunk) * tile;
+  const inner = bounds.slice(1, -1);
+  if (inner.length <= 4 * n)
+    for (const b of inner) {  // under the causal mask only below the diagonal, where tiles are drawn
+      const at = px(b) - 0.5;
+      ns.svg(
+          'line',
+          {class: 'doc-line', x1: M.left + at, x2: M.left + at, y1: M.top + (mask.causal ? at : 0), y2: M.top + size},
+          over);
+      ns.svg(
+          'line',
+          {class: 'doc-line', y1: M.top + at, y2: M.top + at, x1: M.left, x2: M.left + (mask.causal ? at : size)},
+          over);
+    }
+  if (mask.window > 0 && mask.window < cfg.seq) {  // q - k = W (and, without the causal mask, k - q = W)
+    const W = mask.window;
+    ns.svg(
+        'line', {class: 'window-edge', x1: M.left, y1: M.top + px(W), x2: M.left + px(cfg.seq - W), y2: M.top + size},
+        over);
+    if (!mask.causal)
+      ns.svg(
+          'line', {class: 'window-edge', x1: M.left + px(W), y1: M.top, x2: M.left + size, y2: M.top + px(cfg.seq - W)},
+          over);
+  }
   const lg = ns.html('div', {class: 'legend', style: 'margin-left:' + M.left + 'px; max-width:' + size + 'px'}, left);
   ns.legendItem(lg, ns.rankColor(0, C), 'computed at this step (rank colour)');
   ns.legendItem(lg, ns.rankColor(0, C), 'at an earlier step', 'opacity: 0.3');
   ns.legendItem(lg, '#eef1f4', 'not computed');
-  ns.legendItem(lg, 'linear-gradient(45deg, #eef1f4 50%, #fff 50%)', 'diagonal tile: upper half masked');
+  ns.legendItem(
+      lg, 'linear-gradient(45deg, #eef1f4 50%, #fff 50%)',
+      mask.plain && mask.causal ? 'diagonal tile: upper half masked' :
+                                  'partly masked: white over the pairs the mask hides');
+  if (maskedDocs)
+    ns.legendItem(
+        lg, 'repeating-linear-gradient(45deg, #fafbfc 0 3px, #c9ced6 3px 5px)',
+        'masked: queries and keys in different documents');
+  if (maskedWindow)
+    ns.legendItem(
+        lg, 'repeating-linear-gradient(-45deg, #fafbfc 0 3px, #d8c9b0 3px 5px)',
+        'masked: every key more than W = ' + mask.window + ' positions back');
+  if (inner.length && inner.length <= 4 * n)
+    ns.legendItem(lg, '#1d2733', 'document boundary (' + (inner.length + 1) + ' documents)', 'height: 2px');
+  if (inner.length > 4 * n)
+    ns.html('span', {class: 'item'}, lg, inner.length + 1 + ' documents: too many to draw their boundaries');
+  if (mask.window > 0 && mask.window < cfg.seq)
+    ns.legendItem(
+        lg, '#b5651d', 'window edge: q \u2212 k = W (visible keys lie between it and the diagonal)', 'height: 2px');
   ns.svg(
       'text', {x: M.left, y: M.top + size + 20, class: 'label'}, svg,
       current.size + ' of ' + visibleTiles + ' visible tiles computed ' +
@@ -144,7 +236,12 @@ ns.renderGrid = function(section, model, state) {
   // Controls.
   ns.html('h3', {}, side, 'Which rank computes which tile');
   ns.html('p', {}, side, EXPLAIN[cfg.strategy] || '');
-  if (cfg.sharding === 'contiguous' && cfg.causal && cfg.strategy !== 'ulysses')
+  if (!model.mask.plain)
+    ns.html(
+        'p', {}, side,
+        'Under the ' + (cfg.mask || 'mask') + ' mask a tile is drawn as masked when no query of it sees a key of it, ' +
+            'partly masked when some pairs are hidden; hover a tile for its visible pairs.');
+  if (cfg.sharding === 'contiguous' && model.mask.plain && cfg.causal && cfg.strategy !== 'ulysses')
     ns.html(
         'p', {}, side,
         'With contiguous sharding the early ranks skip most blocks (every key they are sent is later than ' +
@@ -212,7 +309,10 @@ ns.renderGrid = function(section, model, state) {
     ns.html('span', {class: 'swatch', style: 'background:' + ns.rankColor(rk.rank, C)}, c0);
     c0.appendChild(document.createTextNode(' ' + rk.rank));
     const own = model.owner.map((o, i) => (o === rk.rank ? i : -1)).filter((i) => i >= 0);
-    ns.html('td', {}, tr, own.join(', '));
+    const some = model.owners.map((o, i) => (model.owner[i] < 0 && o.some(([r]) => r === rk.rank) ? i : -1))
+                     .filter((i) => i >= 0);
+    ns.html(
+        'td', {}, tr, own.join(', ') + (some.length ? (own.length ? '; ' : '') + 'part of ' + rangesText(some) : ''));
     const evs = state.step === 'all' ? {
       compute: rk.lanes.compute.filter((e) => e.args.phase === state.phase),
       comm: rk.lanes.comm.filter((e) => e.args.phase === state.phase)
@@ -227,6 +327,35 @@ ns.renderGrid = function(section, model, state) {
       'Rows are query chunks, columns key chunks; the strips along the axes show which rank owns ' +
           'each chunk (' + cfg.sharding + ' sharding). Hover a tile for its positions.');
 };
+
+// The masked part of a partly masked tile, one strip per pixel row: the keys left of lo(q) and right of hi(q) of
+// the row's middle query, whitened.
+function maskedPart(mask, i, j, x, y, tile, chunk, S) {
+  const rows = Math.max(1, tile - 1), k0 = j * chunk, k1 = Math.min(S, (j + 1) * chunk), w = (tile - 1) / (k1 - k0);
+  let d = '';
+  for (let r = 0; r < rows; ++r) {
+    const q = Math.min(S - 1, Math.floor(i * chunk + ((r + 0.5) * chunk) / rows));
+    const lo = Math.max(k0, Math.min(k1, mask.lo(q))), hi = Math.max(k0, Math.min(k1, mask.hi(q) + 1));
+    const spans = hi > lo ? [[k0, lo], [hi, k1]] : [[k0, k1]];
+    for (const [a, b] of spans)
+      if (b > a)
+        d += 'M' + (x + (a - k0) * w).toFixed(2) + ' ' + (y + r) + 'h' + ((b - a) * w).toFixed(2) + 'v1h' +
+            (-(b - a) * w).toFixed(2) + 'z';
+  }
+  return ns.svg('path', {d, fill: '#fff', 'fill-opacity': 0.72, class: 'masked-part'});
+}
+
+// "3-7, 12": ascending indices as ranges.
+function rangesText(xs) {
+  const out = [];
+  for (let a = 0; a < xs.length;) {
+    let b = a;
+    while (b + 1 < xs.length && xs[b + 1] === xs[b] + 1) ++b;
+    out.push(b > a ? xs[a] + '\u2013' + xs[b] : String(xs[a]));
+    a = b + 1;
+  }
+  return out.join(', ');
+}
 
 // "isend 8.0 KiB \u2192 1, irecv 8.0 KiB \u2190 3", collectives by name and volume.
 function commText(evs) {

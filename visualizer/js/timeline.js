@@ -41,7 +41,7 @@ function tooltipRows(e) {
   rows.push(['start', ns.fmtTime(e.ts)], ['duration', ns.fmtTime(e.dur)]);
   if (a.kind)
     rows.push(
-        ['block', a.kind], ['queries', ns.spansText(a.q || [])], ['keys', ns.spansText(a.k || [])],
+        ['block', a.kind], ['queries', ns.runsText(a.q_runs)], ['keys', ns.runsText(a.k_runs)],
         ['visible pairs', ns.fmtInt(a.pairs || 0)]);
   if (a.peer !== undefined) rows.push(['peer', 'rank ' + a.peer]);
   if (a.group) rows.push(['group', 'ranks ' + a.group.join(', ')]);

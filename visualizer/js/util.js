@@ -41,7 +41,6 @@ ns.fmtTime = function(us) {
 };
 ns.fmtMs = (ms) => ns.fmtTime(ms * 1000);
 ns.fmtSeq = (s) => (s >= 1024 && s % 1024 === 0 ? s / 1024 + 'K' : String(s));
-ns.spansText = (spans) => spans.map(([lo, hi]) => '[' + lo + ',' + hi + ')').join(' ');
 
 // About n round ticks covering [lo, hi] (steps of 1, 2 or 5 times a power of ten).
 ns.ticks = function(lo, hi, n) {
