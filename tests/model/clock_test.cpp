@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/model/ops.hpp"
+
 #include "sim/core/error.hpp"
 #include "sim/model/cost.hpp"
 
@@ -12,6 +14,9 @@ using namespace cpsim;
 using namespace cpsim::model;
 
 namespace {
+
+using test_ops::p2p;
+using test_ops::wait;
 
 // A machine whose costs are easy to follow: 1 TFLOP/s at every block size, 1 GB/s (1000 bytes per microsecond).
 Machine simple_machine(int ranks_per_node = 8) {
@@ -37,23 +42,6 @@ Op attention(double flops) {
   op.pairs = 100;
   op.q_rows = op.k_rows = 10;
   op.batch_heads = 1;
-  return op;
-}
-
-Op p2p(OpKind kind, int peer, std::int64_t bytes, int request, int tag = 0) {
-  Op op;
-  op.kind = kind;
-  op.peer = peer;
-  op.bytes = bytes;
-  op.request = request;
-  op.tag = tag;
-  return op;
-}
-
-Op wait(int request) {
-  Op op;
-  op.kind = OpKind::wait;
-  op.request = request;
   return op;
 }
 

@@ -4,31 +4,21 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/model/ops.hpp"
+
 using namespace cpsim;
 using namespace cpsim::model;
 
 namespace {
+
+using test_ops::p2p;
+using test_ops::wait;
 
 Op mark(OpKind kind, int step = -1) {
   Op op;
   op.kind = kind;
   op.step = step;
   op.name = "forward";
-  return op;
-}
-
-Op p2p(OpKind kind, int peer, std::int64_t bytes) {
-  Op op;
-  op.kind = kind;
-  op.peer = peer;
-  op.bytes = bytes;
-  return op;
-}
-
-Op wait(int request) {
-  Op op;
-  op.kind = OpKind::wait;
-  op.request = request;
   return op;
 }
 
