@@ -108,7 +108,7 @@ StepWork& Recorder::current_step_work() {
 void Recorder::work(const WorkCounts& w, BlockKind kind, std::vector<Span> q, std::vector<Span> k, double start_us,
                     double dur_us, const char* name) {
   total_ += w;
-  current_step_work().work += w;
+  if (step_work_) current_step_work().work += w;
   if (!tracing_) return;
   TraceEvent e;
   e.type = TraceEvent::Type::compute;

@@ -103,6 +103,9 @@ class Recorder {
   // run's (its times mean nothing), and the model's clock's, whose marks land exactly on modeled time.
   void set_timed(bool on) { timed_ = on; }
   void set_now_us(double us) { untimed_now_us_ = us; }
+  // Off: work is summed into total_work() only, and step_work() stays empty (a counting run for the model, which
+  // reads totals and peaks: C ranks of C steps would hold O(C^2) entries).
+  void set_step_work(bool on) { step_work_ = on; }
 
   // Strategy marks. A step hook (lessons' --step) runs at every step mark.
   void begin_phase(const std::string& phase);
@@ -142,6 +145,7 @@ class Recorder {
   int rank_ = 0;
   bool tracing_ = false;
   bool timed_ = true;
+  bool step_work_ = true;
   double untimed_now_us_ = 0;
   Clock::time_point epoch_ = Clock::now();
   std::string phase_;

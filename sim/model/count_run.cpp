@@ -76,7 +76,11 @@ CountResult count_run(const Problem& p, StrategyKind kind, const CountOptions& o
   CountingWorld world(C, slots);
   CountResult result;
   result.ranks.reserve(static_cast<std::size_t>(C));
-  for (int r = 0; r < C; ++r) result.ranks.emplace_back(r, false).set_timed(false);
+  for (int r = 0; r < C; ++r) {
+    Recorder& rec = result.ranks.emplace_back(r, false);
+    rec.set_timed(false);
+    rec.set_step_work(opt.step_work);
+  }
   result.programs.ranks.resize(static_cast<std::size_t>(C));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(C));
 

@@ -17,6 +17,7 @@ struct CountOptions {
   bool backward = true;
   int slots = 0;       // ranks running at once; 0: the hardware threads
   bool spans = false;  // keep the positions of every attention op (for a modeled trace)
+  bool step_work = true;  // keep each rank's work per step (Recorder::step_work); off: totals only
 };
 
 struct CountResult {

@@ -10,6 +10,7 @@ namespace {
 std::vector<std::int64_t> device_peaks(const Problem& p, StrategyKind kind, bool backward) {
   CountOptions opt;
   opt.backward = backward;
+  opt.step_work = false;  // the peaks only
   const CountResult r = count_run(p, kind, opt);
   std::vector<std::int64_t> peaks;
   for (const Recorder& rec : r.ranks) peaks.push_back(rec.peak_bytes());

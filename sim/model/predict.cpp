@@ -158,7 +158,7 @@ Counted count_cell(const Problem& base, const StrategyChoice& c, bool backward) 
     out.why_not = in_predict_terms(e.what());
     return out;
   }
-  CountResult counted = count_run(out.problem, c.kind, {.backward = backward, .slots = 0});
+  CountResult counted = count_run(out.problem, c.kind, {.backward = backward, .slots = 0, .step_work = false});
   out.programs = std::move(counted.programs);
   for (const auto& r : counted.ranks) out.peak_bytes = std::max(out.peak_bytes, r.peak_bytes());
   return out;

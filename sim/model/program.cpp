@@ -76,7 +76,7 @@ int Program::push(Op op) {
   // 1. A mark begins a segment (and completes the one before it).
   if (segments_.empty() || is_mark(op.kind)) {
     if (!segments_.empty()) close();
-    segments_.emplace_back();
+    segments_.emplace_back().ops = std::exchange(spare_, {});
     base_ = requests_;
   }
   // 2. Requests relative to the segment's first, so that repetitions compare equal.
@@ -113,6 +113,8 @@ void Program::close() {
   }
   p.repeats += 1;
   p.step_stride = stride;
+  spare_ = std::move(x.ops);  // its storage holds the next segment: a repeating step allocates nothing
+  spare_.clear();
   segments_.pop_back();
 }
 

@@ -93,6 +93,7 @@ class Program {
   void close();  // the last segment is complete: fold it into the one before it when it repeats it
 
   std::vector<Segment> segments_;
+  std::vector<Op> spare_;  // the storage of the last segment folded away, for the next one
   int requests_ = 0;  // requests issued
   int base_ = 0;      // requests issued before the last segment began
 };
