@@ -56,11 +56,11 @@ AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
   ProblemOptions mask_flags;  // --docs, --window: the shared table's rows (one device: no --pad-docs, no sharding)
   mask_flags.seed = 0;
   desc.add_options()                                                                                       //
-      ("batch", po::value(&B)->default_value(1), "batch size B")                                           //
-      ("seq", po::value(&S)->default_value(512), "sequence length S")                                      //
-      ("heads", po::value(&N)->default_value(8), "query heads Nq")                                         //
-      ("kv-heads", po::value(&K), "key/value heads Nkv (default: Nq); Nq % Nkv == 0")                      //
-      ("head-dim", po::value(&D)->default_value(64), "head dimension D")                                   //
+      ("batch", size_value("batch", &B)->default_value("1"), "batch size B (K, M, G, T: powers of 1024)")    //
+      ("seq", size_value("seq", &S)->default_value("512"), "sequence length S (K, M, G, T: powers of 1024)")  //
+      ("heads", size_value("heads", &N)->default_value("8"), "query heads Nq (K, M, G, T: powers of 1024)")  //
+      ("kv-heads", size_value("kv-heads", &K), "key/value heads Nkv (default: Nq); Nq % Nkv == 0")            //
+      ("head-dim", size_value("head-dim", &D)->default_value("64"), "head dimension D (K, M, G, T: powers of 1024)")  //
       ("dtype", po::value(&dtype)->default_value("f32"), "f32 or f64")                                     //
       ("causal", po::bool_switch(&causal), "causal mask: key visible iff key <= query (default)")          //
       ("full", po::bool_switch(&full), "no mask: every key visible")                                       //

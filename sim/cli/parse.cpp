@@ -130,6 +130,8 @@ std::size_t parse_size(const std::string& flag, const std::string& text) {
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
   if (digits == 0) throw UsageError(what + " is not a size; use a whole number with an optional K, M, G or T suffix");
   const std::string suffix = text.substr(digits);
+  if (!suffix.empty() && (suffix[0] == '.' || suffix[0] == 'e' || suffix[0] == 'E'))  // "1.5", "1e6"
+    throw UsageError(what + " is not a whole number; use a whole number with an optional K, M, G or T suffix");
   int shift = -1;
   if (suffix.empty()) shift = 0;
   if (suffix.size() == 1) switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
@@ -157,6 +159,12 @@ std::int64_t parse_size64(const std::string& flag, const std::string& text) {
   if (v > kMax)
     throw UsageError("--" + flag + " '" + text + "' is too large (at most " + std::to_string(kMax) + ")");
   return static_cast<std::int64_t>(v);
+}
+
+po::typed_value<std::string>* size_value(const std::string& flag, std::int64_t* value) {
+  return po::value<std::string>()->notifier([flag, value](const std::string& text) {
+    *value = parse_size64(flag, text);
+  });
 }
 
 std::chrono::milliseconds parse_timeout(const std::string& flag, double seconds) {

@@ -36,10 +36,14 @@ bool parse(const std::string& command, const po::options_description& desc, cons
            po::variables_map& vm, const FlagAliases& aliases = {});
 
 // "64M" -> 67108864: a whole number with an optional K, M, G or T (powers of 1024). UsageError naming the flag for
-// anything else (a sign, a fraction, spaces) and "too large for a size" past 2^64 - 1.
+// anything else (a sign, spaces; a fraction or an exponent "is not a whole number") and "too large for a size" past
+// 2^64 - 1. Every size flag takes it: the problem table's (--seq, --batch, --heads, ...), predict's and layout's.
 std::size_t parse_size(const std::string& flag, const std::string& text);
 // parse_size for a count held as int64 (a memory limit, a sequence length): "too large" past 2^63 - 1.
 std::int64_t parse_size64(const std::string& flag, const std::string& text);
+// The value of a size flag --`flag` (--seq 4K): held as text by the parser, turned into *value by parse_size64 when
+// the command line is notified, so a wrong one is one UsageError line naming the flag.
+po::typed_value<std::string>* size_value(const std::string& flag, std::int64_t* value);
 
 // Seconds as a wait timeout: finite, at least a millisecond and at most kMaxTimeoutSeconds ("--timeout 1e300 is too
 // large (at most 1000000 s)").

@@ -11,17 +11,24 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
   auto add_switch = [&](ProblemFlag f, const char* name, const char* help) {
     if (flags & f) desc.add_options()(name, help);
   };
+  // A size takes the K, M, G, T suffixes of parse_size64 (--seq 4K), as layout and predict do.
+  auto add_size = [&](ProblemFlag f, const char* name, std::int64_t* value, const std::string& help) {
+    if (!(flags & f)) return;
+    const std::string flag = std::string(name).substr(0, std::string(name).find(','));
+    desc.add_options()(name, size_value(flag, value)->default_value(std::to_string(*value)),
+                       (help + " (K, M, G, T: powers of 1024)").c_str());
+  };
   add(kFlagStrategy, "strategy", &o.strategy, "all_gather | ulysses | ring | hybrid");
   add(kFlagSharding, "sharding", &o.sharding,
       "zigzag (per document with --docs) | contiguous | striped | balanced | global-zigzag");
   add(kFlagRanks, "ranks,C", &o.ranks, "context-parallel ranks C");
   add(kFlagA2a, "a2a", &o.a2a, "hybrid: A2A group size A (C = A x R; 0 picks 2)");
   add_switch(kFlagKvReplicate, "kv-replicate", "ulysses/hybrid: copy each KV head onto A/Nkv ranks when A > Nkv");
-  add(kFlagBatch, "batch,B", &o.batch, "batch B");
-  add(kFlagSeq, "seq,S", &o.seq, "sequence length S");
-  add(kFlagHeads, "heads,N", &o.heads, "query heads Nq");
-  add(kFlagKvHeads, "kv-heads", &o.kv_heads, "KV heads Nkv (0: same as --heads)");
-  add(kFlagHeadDim, "head-dim,D", &o.head_dim, "head dim D");
+  add_size(kFlagBatch, "batch,B", &o.batch, "batch B");
+  add_size(kFlagSeq, "seq,S", &o.seq, "sequence length S");
+  add_size(kFlagHeads, "heads,N", &o.heads, "query heads Nq");
+  add_size(kFlagKvHeads, "kv-heads", &o.kv_heads, "KV heads Nkv (0: same as --heads)");
+  add_size(kFlagHeadDim, "head-dim,D", &o.head_dim, "head dim D");
   add(kFlagDtype, "dtype", &o.dtype, "f32 | f64 (GPU backends: bf16 | f32)");
   add_switch(kFlagFull, "full", "attention without the causal mask");
   add(kFlagBackend, "backend", &o.backend,
@@ -40,8 +47,8 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
       "documents packed into the sequence: L1,L2,... (lengths; S is their sum) or random:K (K seeded lengths)");
   add_switch(kFlagPadDocs, "pad-docs",
              "pad each document to a multiple of 2C for per-document zigzag (the padding is left out of the check)");
-  add(kFlagWindow, "window", &o.window, "sliding window W: a query sees the W latest keys (0: no window)");
-  add(kFlagChunk, "chunk", &o.chunk, "balanced sharding: tokens per chunk (0: S/(4C))");
+  add_size(kFlagWindow, "window", &o.window, "sliding window W: a query sees the W latest keys (0: no window)");
+  add_size(kFlagChunk, "chunk", &o.chunk, "balanced sharding: tokens per chunk (0: S/(4C))");
 }
 
 ProblemOptions problem_options(const RunConfig& c) {

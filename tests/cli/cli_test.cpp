@@ -19,6 +19,23 @@ TEST_CASE("a bare word after a command is refused, not ignored") {
   }
 }
 
+TEST_CASE("run and attention take sizes with K, M, G, T suffixes as layout and predict do") {
+  const auto run = run_cli("run --seq 1K --batch 2 --json", "cli_suffix");
+  CHECK(run.rc == 0);
+  CHECK(run.out.find("\"seq\":1024") != std::string::npos);
+  CHECK(run.out.find("\"batch\":2") != std::string::npos);
+  const auto att = run_cli("attention --seq 1K --heads 2 --json", "cli_suffix");
+  CHECK(att.rc == 0);
+  CHECK(att.out.find("\"seq\":1024") != std::string::npos);
+  for (const char* too_large : {"run --seq 16777216T", "attention --seq 8388608T", "run --heads 99999999999999999999"}) {
+    CAPTURE(too_large);
+    const auto r = run_cli(too_large, "cli_suffix");
+    CHECK(r.rc == 2);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find("is too large") != std::string::npos);
+  }
+}
+
 TEST_CASE("a size that is negative, too large for 64 bits or overflows with its suffix is refused as such") {
   struct Case {
     const char* value;

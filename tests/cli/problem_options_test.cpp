@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,37 @@ TEST_CASE("a subset changes only its own fields of the configuration") {
   CHECK(r.problem.dtype == DType::f32);
   CHECK_FALSE(r.problem.causal);
   CHECK(r.seed == 9);
+}
+
+TEST_CASE("every size flag of the table takes the K, M, G, T suffixes (powers of 1024), as layout and predict do") {
+  const RunConfig r = parsed(RunConfig{}, kAllProblemFlags,
+                             {"--seq", "4K", "--batch", "2", "--heads", "1k", "--kv-heads", "1K", "--head-dim", "128",
+                              "--window", "1M", "--chunk", "2G"});
+  CHECK(r.problem.seq == 4096);
+  CHECK(r.problem.batch == 2);
+  CHECK(r.problem.heads == 1024);
+  CHECK(r.problem.kv_heads == 1024);
+  CHECK(r.problem.head_dim == 128);
+  CHECK(r.problem.window == 1024 * 1024);
+  CHECK(r.problem.chunk == std::int64_t{2} << 30);
+  CHECK(parsed(RunConfig{}, kLessonShape, {"-S", "1T"}).problem.seq == std::int64_t{1} << 40);
+  // Past int64 (even through its suffix) is too large; a sign or a fraction is no size.
+  CHECK_THROWS_WITH_AS(parsed(RunConfig{}, kLessonShape, {"--seq", "8388608T"}),
+                       doctest::Contains("--seq '8388608T' is too large (at most 9223372036854775807)"), UsageError);
+  CHECK_THROWS_WITH_AS(parsed(RunConfig{}, kLessonShape, {"--batch", "99999999999999999999"}),
+                       doctest::Contains("is too large for a size"), UsageError);
+  CHECK_THROWS_WITH_AS(parsed(RunConfig{}, kLessonShape, {"--heads", "-4"}), doctest::Contains("is not a size"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(parsed(RunConfig{}, kLessonShape, {"--head-dim", "1.5"}),
+                       doctest::Contains("is not a whole number"), UsageError);
+  // The help says so, and shows the default as a number.
+  ProblemOptions o;
+  po::options_description desc;
+  add_problem_options(desc, o, kFlagSeq);
+  std::ostringstream help;
+  help << desc;
+  CHECK(help.str().find("(=64)") != std::string::npos);
+  CHECK(help.str().find("K, M, G, T: powers of 1024") != std::string::npos);
 }
 
 TEST_CASE("the whole table builds the validated configuration of cpsim run") {

@@ -78,7 +78,7 @@ TEST_CASE("impossible flags exit 2 with one line naming the constraint and a fix
         Case{"--dtype bf16", "bf16 needs a GPU device; use --dtype f32 or f64"},
         Case{"--causal --full", "exclude each other"}, Case{"--tile 0", "use --tile"},
         Case{"--seq 64 --docs 24,8", "--docs lengths must sum to S"},
-        Case{"--window -1", "--window must be 0 (none) or positive"}, Case{"--docs 0,64", "is not a document length"},
+        Case{"--window -1", "--window '-1' is not a size"}, Case{"--docs 0,64", "is not a document length"},
         Case{"--pad-docs", "unrecognised option '--pad-docs'"}}) {
     CAPTURE(c.args);
     const Run r = cpsim(std::string("attention ") + c.args);
