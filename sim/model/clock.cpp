@@ -35,6 +35,94 @@ std::int64_t moved_bytes(Collective c, int C, std::int64_t n) {
   return 0;
 }
 
+// One stored op as the clock replays it: what the replay reads, its costs on the machine computed once (an op that
+// repeats C times is costed once), in a few cache lines per step of the strategy.
+struct Step {
+  OpKind kind = OpKind::attention;
+  bool forward_end = false;  // the end of the forward phase
+  int peer = -1, tag = 0, context = 0;
+  int request = -1;  // relative to the repetition's first request (Segment)
+  int step = -1;     // a step mark's step in the segment's first repetition
+  std::int64_t bytes = 0;
+  double us = 0;      // attention, memory: the op alone (cost.hpp)
+  double add_us = 0;  // backward attention: its gradient sums outside the kernel (0: none)
+  const Op* op = nullptr;  // the whole op: for traces and collectives
+};
+
+// One rank's program as a flat array of steps and its segments over it.
+struct Replay {
+  struct Run {
+    std::uint32_t begin = 0, end = 0;  // steps[begin, end): the segment's ops
+    std::int64_t repeats = 1;
+    int posts = 0, step_stride = 0;
+  };
+  std::vector<Step> steps;
+  std::vector<Run> runs;  // the non-empty segments, in order
+};
+
+Replay replay_of(const Program& p, const Machine& m) {
+  Replay out;
+  out.steps.reserve(p.stored());
+  for (const Segment& seg : p.segments()) {
+    if (seg.ops.empty()) continue;
+    Replay::Run run;
+    run.begin = static_cast<std::uint32_t>(out.steps.size());
+    for (const Op& op : seg.ops) {
+      Step s;
+      s.kind = op.kind;
+      s.forward_end = op.kind == OpKind::end_phase && op.name == "forward";
+      s.peer = op.peer;
+      s.tag = op.tag;
+      s.context = op.context;
+      s.request = op.request;
+      s.step = op.step;
+      s.bytes = op.bytes;
+      if (op.kind == OpKind::attention) {
+        s.us = attention_us(m, op);
+        s.add_us = grad_add_us(m, op);
+      } else if (op.kind == OpKind::memory) {
+        s.us = memory_op_us(m, op);
+      }
+      s.op = &op;
+      out.steps.push_back(s);
+    }
+    run.end = static_cast<std::uint32_t>(out.steps.size());
+    run.repeats = seg.repeats;
+    run.posts = seg.posts;
+    run.step_stride = seg.step_stride;
+    out.runs.push_back(run);
+  }
+  return out;
+}
+
+// Walks a Replay as ProgramCursor walks its Program: every repetition of every segment, in order.
+class ReplayCursor {
+ public:
+  explicit ReplayCursor(const Replay& r) : r_(&r) {}
+  bool done() const { return run_ >= r_->runs.size(); }
+  const Step& op() const { return r_->steps[i_]; }
+  int request() const { return base_ + op().request; }  // the op's request id (isend, irecv, wait)
+  int step() const { return op().step + static_cast<int>(repetition_) * r_->runs[run_].step_stride; }
+  void next() {
+    if (++i_ < r_->runs[run_].end) return;
+    const Replay::Run& run = r_->runs[run_];
+    base_ += run.posts;
+    if (++repetition_ < run.repeats) {
+      i_ = run.begin;
+      return;
+    }
+    repetition_ = 0;
+    if (++run_ < r_->runs.size()) i_ = r_->runs[run_].begin;
+  }
+
+ private:
+  const Replay* r_;
+  std::size_t run_ = 0;
+  std::uint32_t i_ = 0;
+  std::int64_t repetition_ = 0;
+  int base_ = 0;  // requests issued before this repetition
+};
+
 struct Posted {
   int rank, request;
   double at;
@@ -65,8 +153,8 @@ struct Pending {
 };
 
 struct State {
-  explicit State(const Program& p) : at(p) {}
-  ProgramCursor at;  // the next op
+  explicit State(const Replay& p) : at(p) {}
+  ReplayCursor at;  // the next op
   double t = 0;
   int waiting_on = -1;            // the request a wait is blocked on
   int posted = 0;                 // requests posted so far
@@ -102,13 +190,15 @@ class Engine {
   Engine(const Programs& p, const Machine& m, const ClockOptions& opt) : p_(p), m_(m), tracing_(opt.tracing) {
     const std::size_t C = p.ranks.size();
     state_.reserve(C);
+    replays_.reserve(C);
+    for (const Program& program : p.ranks) replays_.push_back(replay_of(program, m));
     const std::size_t nics = static_cast<std::size_t>(m.nodes_for(static_cast<int>(C)) * m.nics_per_node);
     nic_tx_free_.assign(nics, 0);
     nic_rx_free_.assign(nics, 0);
     channels_.resize(C);
     run_.ranks.reserve(C);
     for (std::size_t r = 0; r < C; ++r) {
-      state_.emplace_back(p.ranks[r]);
+      state_.emplace_back(replays_[r]);
       run_.ranks.push_back(RankTimeline{0, 0, 0, 0, 0, 0, Recorder(static_cast<int>(r), opt.tracing)});
       run_.ranks.back().trace.set_timed(false);
     }
@@ -151,22 +241,22 @@ class Engine {
   bool advance(int r) {
     State& s = st(r);
     if (s.at.done()) return false;
-    const Op& op = s.at.op();
+    const Step& op = s.at.op();
     Recorder& rec = tl(r).trace;
     switch (op.kind) {
       case OpKind::attention: {
-        const double d = contended(r, attention_us(m_, op), true);
+        const double d = contended(r, op.us, true);
         if (tracing_) {
+          const Op& a = *op.op;
           WorkCounts w;
           w.calls = 1;
-          w.pairs = op.pairs;
-          w.flops = op.flops;
-          rec.work(w, op.block, op.q_spans, op.k_spans, s.t, d,
-                   op.backward ? "attention_backward" : "attention_forward");
+          w.pairs = a.pairs;
+          w.flops = a.flops;
+          rec.work(w, a.block, a.q_spans, a.k_spans, s.t, d, a.backward ? "attention_backward" : "attention_forward");
         }
         tl(r).compute_us += d;
         s.t += d;
-        if (const double add = grad_add_us(m_, op); add > 0) {  // the stack sums this block's gradients itself
+        if (const double add = op.add_us; add > 0) {  // the stack sums this block's gradients itself
           const double a = contended(r, add, false);
           if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, a, "add");
           tl(r).memory_us += a;
@@ -175,8 +265,8 @@ class Engine {
         break;
       }
       case OpKind::memory: {
-        const double d = contended(r, memory_op_us(m_, op), false);
-        if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, d, op.name.c_str());
+        const double d = contended(r, op.us, false);
+        if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, d, op.op->name.c_str());
         tl(r).memory_us += d;
         s.t += d;
         break;
@@ -184,7 +274,7 @@ class Engine {
       case OpKind::begin_phase:
         if (tracing_) {
           at(rec, s.t);
-          rec.begin_phase(op.name);
+          rec.begin_phase(op.op->name);
         }
         break;
       case OpKind::end_phase:
@@ -192,7 +282,7 @@ class Engine {
           at(rec, s.t);
           rec.end_phase();
         }
-        if (op.name == "forward") tl(r).forward_end_us = s.t;
+        if (op.forward_end) tl(r).forward_end_us = s.t;
         break;
       case OpKind::step:
         if (tracing_) {
@@ -282,7 +372,7 @@ class Engine {
     return d + share * std::min(window, d / (1 - share));
   }
 
-  void post(int r, const Op& op, int request) {
+  void post(int r, const Step& op, int request) {
     check_request(r, request);
     State& s = st(r);
     const bool send = op.kind == OpKind::isend;
@@ -346,13 +436,13 @@ class Engine {
   }
 
   // Rank r reaches a collective. The last member to arrive starts it; every member leaves when it ends.
-  bool arrive(int r, const Op& op) {
+  bool arrive(int r, const Step& op) {
     const std::vector<int>& group = p_.groups[static_cast<std::size_t>(op.context)];
     const std::int64_t sequence = st(r).next_call(op.context);
     Gathering& g = gatherings_[{op.context, sequence}];
     g.arrived.emplace_back(r, st(r).t);
     g.bytes = std::max(g.bytes, op.bytes);
-    g.kind = op.collective;
+    g.kind = op.op->collective;
     if (g.arrived.size() < group.size()) return false;
     double last = 0;
     for (const auto& [m, t] : g.arrived) last = std::max(last, t);
@@ -373,6 +463,7 @@ class Engine {
   const Programs& p_;
   const Machine& m_;
   bool tracing_;
+  std::vector<Replay> replays_;  // per rank: its program as replayed
   std::vector<State> state_;
   ModeledRun run_;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue_;

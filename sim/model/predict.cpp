@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <future>
+#include <optional>
 #include <regex>
 
 #include "sim/core/error.hpp"
@@ -191,9 +193,19 @@ Cell predict_cell(const Problem& base, const StrategyChoice& c, const Machine& m
   return time_cell(count_cell(base, c, backward), m, backward, single_us);
 }
 
+// Each cell is counted (its rank threads on every core) while the clock replays the cell before it on a thread of
+// its own: the clock is serial, and the counting keeps the other cores busy meanwhile. Each cell is computed as it
+// would be alone, and they come out in order; at most two cells' programs are held at once.
 PredictTable predict(const PredictSpec& spec) {
   check_fits(spec.machine, spec.problem.ranks);
   PredictTable t;
+  std::optional<Counted> previous;  // the cell being timed
+  std::future<Cell> timing;
+  auto finish = [&] {
+    t.cells.push_back(timing.get());
+    if (spec.keep_programs) t.counted.push_back(std::move(*previous));
+    previous.reset();
+  };
   for (std::int64_t S : spec.seqs) {
     Problem p = spec.problem;
     p.seq = S;
@@ -203,11 +215,21 @@ PredictTable predict(const PredictSpec& spec) {
     t.single_forward_tflops.push_back(single_gpu_tflops(p, spec.machine, false));
     t.single_backward_tflops.push_back(single_gpu_tflops(p, spec.machine, true));
     for (const auto& c : spec.strategies) {
-      Counted counted = count_cell(p, c, spec.backward);
-      t.cells.push_back(time_cell(counted, spec.machine, spec.backward, single));
-      if (spec.keep_programs) t.counted.push_back(std::move(counted));
+      Counted counted = [&] {
+        try {
+          return count_cell(p, c, spec.backward);
+        } catch (...) {
+          if (timing.valid()) timing.get();  // the cell before fails first, as in order
+          throw;
+        }
+      }();
+      if (timing.valid()) finish();
+      const Counted& cell = previous.emplace(std::move(counted));
+      timing = std::async(std::launch::async,
+                          [&spec, &cell, single] { return time_cell(cell, spec.machine, spec.backward, single); });
     }
   }
+  if (timing.valid()) finish();
   return t;
 }
 
