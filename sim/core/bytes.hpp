@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -25,7 +26,7 @@ class ByteWriter {
     out_.insert(out_.end(), s.begin(), s.end());
   }
   template <class T>
-  void put(const std::vector<T>& v) {
+  void put(std::span<const T> v) {  // as a vector of its elements (get(std::vector<T>&) reads it back)
     put<std::uint64_t>(v.size());
     if constexpr (std::is_trivially_copyable_v<T>) {
       const auto* p = reinterpret_cast<const char*>(v.data());
@@ -33,6 +34,10 @@ class ByteWriter {
     } else {
       for (const auto& x : v) put(x);
     }
+  }
+  template <class T>
+  void put(const std::vector<T>& v) {
+    put(std::span<const T>(v));
   }
   template <class K, class V>
   void put(const std::map<K, V>& m) {

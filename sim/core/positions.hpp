@@ -12,9 +12,11 @@
 // Positions are strictly ascending by construction (append refuses a run that does not start after the last
 // position). Kernels that need one position per row expand() the rows they hold.
 #pragma once
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <initializer_list>
 #include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,7 +45,7 @@ class Positions {
 
   std::int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  const std::vector<PosRun>& runs() const { return runs_; }
+  std::span<const PosRun> runs() const { return {runs_.data(), runs_.size()}; }
 
   std::int64_t at(std::int64_t i) const;  // the i-th position: O(log runs)
   std::int64_t operator[](std::int64_t i) const { return at(i); }
@@ -88,8 +90,12 @@ class Positions {
   const_iterator end() const { return {this, runs_.size(), 0}; }
 
  private:
-  std::vector<PosRun> runs_;
-  std::vector<std::int64_t> starts_;  // index of each run's first position
+  // A rank's positions are one or two runs but in a few layouts (per-document zigzag, balanced chunks): those are
+  // held in place, so that the lists strategies make at every step allocate nothing.
+  template <class T>
+  using RunList = boost::container::small_vector<T, 2>;
+  RunList<PosRun> runs_;
+  RunList<std::int64_t> starts_;  // index of each run's first position
   std::int64_t size_ = 0;
 };
 

@@ -136,7 +136,7 @@ std::string format_report(const RunResult& r) {
   return os.str();
 }
 
-void write_runs(JsonWriter& j, const std::vector<PosRun>& runs) {
+void write_runs(JsonWriter& j, std::span<const PosRun> runs) {
   j.begin_array();
   for (const PosRun& r : runs) {
     const bool one_block = r.count == r.width;

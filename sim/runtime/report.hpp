@@ -13,6 +13,6 @@ std::string format_report(const RunResult& r);       // text for an 80..120-colu
 std::string format_check(const RunResult& r);        // the check section alone (with per-rank CORRECT/ERROR)
 void write_json(JsonWriter& j, const RunResult& r);  // {config, ranks, check, wall_ms}
 // Position runs as [[first, count, stride, width], ...] (one block written as [first, count, 1, 1]).
-void write_runs(JsonWriter& j, const std::vector<PosRun>& runs);
+void write_runs(JsonWriter& j, std::span<const PosRun> runs);
 
 }  // namespace cpsim
