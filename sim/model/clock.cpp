@@ -1,7 +1,8 @@
 #include "sim/model/clock.hpp"
 
 #include <algorithm>
-#include <deque>
+#include <boost/container/small_vector.hpp>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <queue>
@@ -123,6 +124,16 @@ class ReplayCursor {
   int base_ = 0;  // requests issued before this repetition
 };
 
+// A handful of items held in place (no allocation unless there are more): the per-rank lists the replay touches at
+// every op stay in the rank's own cache lines.
+template <class T, std::size_t N>
+using Few = boost::container::small_vector<T, N>;
+
+template <class T, class Pred>
+void erase_where(T& v, Pred pred) {
+  v.erase(std::remove_if(v.begin(), v.end(), pred), v.end());
+}
+
 struct Posted {
   int rank, request;
   double at;
@@ -158,10 +169,10 @@ struct State {
   double t = 0;
   int waiting_on = -1;            // the request a wait is blocked on
   int posted = 0;                 // requests posted so far
-  std::vector<Pending> pending;   // posted, not yet waited for (a handful: the strategies wait as they go)
-  std::vector<std::pair<int, std::int64_t>> calls;  // per context: the collectives called on it so far
+  Few<Pending, 4> pending;        // posted, not yet waited for (a handful: the strategies wait as they go)
+  Few<std::pair<int, std::int64_t>, 2> calls;  // per context: the collectives called on it so far
   double tx_free = 0, rx_free = 0;  // this rank's NVLink ports: when the outgoing / incoming one is free
-  std::vector<Flight> flights;      // transfers in flight (contention)
+  Few<Flight, 4> flights;           // transfers in flight (contention)
 
   Pending* find(int request) {
     for (Pending& q : pending)
@@ -169,7 +180,7 @@ struct State {
     return nullptr;
   }
   void forget(int request) {
-    std::erase_if(pending, [request](const Pending& q) { return q.request == request; });
+    erase_where(pending, [request](const Pending& q) { return q.request == request; });
   }
   std::int64_t next_call(int context) {  // the sequence number of this rank's next collective on `context`
     for (auto& [c, n] : calls)
@@ -179,10 +190,31 @@ struct State {
   }
 };
 
+// Posted messages in the order posted; the consumed front is dropped when the queue empties (or is half consumed).
+class Fifo {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  const Posted& front() const { return items_[head_]; }
+  void push_back(const Posted& p) { items_.push_back(p); }
+  void pop_front() {
+    if (++head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    } else if (head_ >= 8 && 2 * head_ >= items_.size()) {
+      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+
+ private:
+  Few<Posted, 2> items_;
+  std::size_t head_ = 0;
+};
+
 // The messages from one (context, sender, tag) to one receiver, matched in the order posted.
 struct Channel {
   int context, from, tag;
-  std::deque<Posted> sends, recvs;
+  Fifo sends, recvs;
 };
 
 class Engine {
@@ -356,7 +388,7 @@ class Engine {
     if (m_.comm_sms <= 0 || d <= 0) return d;
     State& s = st(r);
     const double t = s.t;
-    std::erase_if(s.flights, [t](const Flight& f) { return f.matched && f.end <= t; });
+    erase_where(s.flights, [t](const Flight& f) { return f.matched && f.end <= t; });
     double horizon = t, rate = 0;
     for (const Flight& f : s.flights) {
       const double start = f.matched ? f.start : std::max(t, f.start);
