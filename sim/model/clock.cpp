@@ -59,10 +59,12 @@ struct Replay {
   };
   std::vector<Step> steps;
   std::vector<Run> runs;  // the non-empty segments, in order
+  int requests = 0;       // the requests the program posts
 };
 
 Replay replay_of(const Program& p, const Machine& m) {
   Replay out;
+  out.requests = p.requests();
   out.steps.reserve(p.stored());
   for (const Segment& seg : p.segments()) {
     if (seg.ops.empty()) continue;
@@ -172,6 +174,8 @@ struct State {
   Few<Pending, 4> pending;        // posted, not yet waited for (a handful: the strategies wait as they go)
   Few<std::pair<int, std::int64_t>, 2> calls;  // per context: the collectives called on it so far
   double tx_free = 0, rx_free = 0;  // this rank's NVLink ports: when the outgoing / incoming one is free
+  // The timeline's sums, kept here beside the rest of the rank's state and copied into it at the end.
+  double forward_end_us = 0, compute_us = 0, memory_us = 0, overhead_us = 0, blocked_us = 0;
   Few<Flight, 4> flights;           // transfers in flight (contention)
 
   Pending* find(int request) {
@@ -254,9 +258,16 @@ class Engine {
         stuck += (stuck.empty() ? "" : ", ") + std::to_string(r) + " (at " + op_kind_name(state_[r].at.op().kind) + ")";
     if (!stuck.empty()) throw Error("the modeled run deadlocks: ranks " + stuck + " wait for what never comes");
     for (std::size_t r = 0; r < state_.size(); ++r) {
-      run_.ranks[r].end_us = state_[r].t;
-      run_.forward_us = std::max(run_.forward_us, run_.ranks[r].forward_end_us);
-      run_.total_us = std::max(run_.total_us, state_[r].t);
+      const State& s = state_[r];
+      RankTimeline& t = run_.ranks[r];
+      t.forward_end_us = s.forward_end_us;
+      t.compute_us = s.compute_us;
+      t.memory_us = s.memory_us;
+      t.overhead_us = s.overhead_us;
+      t.blocked_us = s.blocked_us;
+      t.end_us = s.t;
+      run_.forward_us = std::max(run_.forward_us, t.forward_end_us);
+      run_.total_us = std::max(run_.total_us, s.t);
     }
     return std::move(run_);
   }
@@ -286,12 +297,12 @@ class Engine {
           w.flops = a.flops;
           rec.work(w, a.block, a.q_spans, a.k_spans, s.t, d, a.backward ? "attention_backward" : "attention_forward");
         }
-        tl(r).compute_us += d;
+        st(r).compute_us += d;
         s.t += d;
         if (const double add = op.add_us; add > 0) {  // the stack sums this block's gradients itself
           const double a = contended(r, add, false);
           if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, a, "add");
-          tl(r).memory_us += a;
+          st(r).memory_us += a;
           s.t += a;
         }
         break;
@@ -299,7 +310,7 @@ class Engine {
       case OpKind::memory: {
         const double d = contended(r, op.us, false);
         if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, d, op.op->name.c_str());
-        tl(r).memory_us += d;
+        st(r).memory_us += d;
         s.t += d;
         break;
       }
@@ -314,7 +325,7 @@ class Engine {
           at(rec, s.t);
           rec.end_phase();
         }
-        if (op.forward_end) tl(r).forward_end_us = s.t;
+        if (op.forward_end) st(r).forward_end_us = s.t;
         break;
       case OpKind::step:
         if (tracing_) {
@@ -323,7 +334,7 @@ class Engine {
         }
         if (m_.step_us > 0) {
           if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, m_.step_us, "step");
-          tl(r).overhead_us += m_.step_us;
+          st(r).overhead_us += m_.step_us;
           s.t += m_.step_us;
         }
         break;
@@ -355,7 +366,7 @@ class Engine {
   }
 
   void check_request(int r, int request) {
-    const int posts = p_.ranks[static_cast<std::size_t>(r)].requests();
+    const int posts = replays_[static_cast<std::size_t>(r)].requests;
     if (request < 0 || request >= posts)
       throw Error("the modeled run: rank " + std::to_string(r) + " names request " + std::to_string(request) +
                   ", outside the " + std::to_string(posts) + " requests its program posts");
@@ -365,7 +376,7 @@ class Engine {
     State& s = st(r);
     const double until = std::max(s.t, t);
     if (tracing_) tl(r).trace.wait(what, peer, s.t, until - s.t);
-    tl(r).blocked_us += until - s.t;
+    st(r).blocked_us += until - s.t;
     s.t = until;
   }
 
