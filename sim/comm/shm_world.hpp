@@ -6,13 +6,15 @@
 // - Doorbell (wait_policy.hpp): a 32-bit counter per endpoint. Whoever changes something an endpoint may wait
 //   for (a slot filled for it, a slot it filled freed, a rank finished or failed) bumps the counter; a waiting
 //   endpoint sleeps on it with futex(FUTEX_WAIT) and a timeout, so a dead peer can never leave it asleep for good.
-// - Ring (src -> dst): slots_per_ring(C) slots of kSlotBytes, one producer (src) and one consumer (dst),
+// - Ring (src -> dst): slots_per_ring(C, arena) slots of kSlotBytes, one producer (src) and one consumer (dst),
 //   lock-free (head/tail counters with acquire/release). A message is a header followed by its payload,
 //   streamed through the slots in chunks of at most kSlotBytes; the first chunk of a message carries its
-//   MessageHeader. The rings are as deep as a fixed budget allows (kRingBudget for all C (C+1) of them, between
-//   kMinSlotsPerRing and kMaxSlotsPerRing slots each): with C=4, 2 MiB each, so a sender streams a 1 MiB message
-//   without waiting for its receiver to be scheduled (4 ranks share 2 cores), and the two copies of a message
-//   (into a slot, out of it) overlap.
+//   MessageHeader. Without a heap the rings are as deep as a fixed budget allows (kRingBudget for all C (C+1) of
+//   them, between kMinSlotsPerRing and kMaxSlotsPerRing slots each): with C=4, 2 MiB each, so a sender streams a
+//   1 MiB message without waiting for its receiver to be scheduled (4 ranks share 2 cores), and the two copies of a
+//   message (into a slot, out of it) overlap. With a heap, a ring carries only what is not sent by reference (small
+//   messages, one slot per reference, buffers outside the heap, the results to the launcher) and has
+//   kMinSlotsPerRing slots: 256 KiB, 5 MiB for all 20 at C=4 instead of 40 MiB to back with pages and free.
 // - Heap (shm_heap.hpp): rank r's arena holds the buffers rank r allocates; a send from a buffer there goes by
 //   reference (shm_engine.hpp): its ring carries where the bytes lie and which of the sender's tokens to complete,
 //   and the receiver copies the bytes once, straight out of the heap. Token states: free -> pending (the sender
@@ -97,7 +99,11 @@ class ShmWorld {
  public:
   // The segment for C ranks with arenas of arena bytes each (shm_heap.hpp's arena_bytes; 0: no heap).
   static std::size_t bytes_needed(int ranks, std::size_t arena = 0);
-  static std::size_t slots_per_ring(int ranks);
+  static std::size_t slots_per_ring(int ranks, std::size_t arena);
+  // Where the heap starts: the bytes before it are the launcher's to back with pages (ShmSegment::populate).
+  static std::size_t heap_offset(int ranks, std::size_t arena) {
+    return bytes_needed(ranks, arena) - arena * static_cast<std::size_t>(ranks);
+  }
   ShmWorld(void* base, int ranks, std::size_t arena, bool init);
 
   int ranks() const { return ranks_; }
