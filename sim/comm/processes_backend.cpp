@@ -210,6 +210,10 @@ void flush_output() {
     Pending body = engine.send(kResultEnvelope, payload.data(), n, world.ranks());
     wait(size);
     wait(body);
+    // Nobody reads this rank's buffers any more (its sends completed or were revoked when its requests went): their
+    // pages go back now, while other ranks may still compute, rather than all at once when the launcher unmaps the
+    // segment after the last rank. Nothing allocates from the arena after this.
+    if (world.arena_size() > 0) ::madvise(world.arena(r), world.arena_size(), MADV_REMOVE);
   } catch (const Aborted&) {
     world.set_status(r, ShmStatus::stopped);
     code = kExitStopped;
