@@ -176,6 +176,13 @@ void flush_output() {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher dies: so do we
   if (::getppid() != parent) ::_exit(kExitStopped);
   int code = kExitOk;
+  // Every rank starts once the launcher has forked the last: C ranks on fewer cores would otherwise slow the
+  // launcher's later forks, and the last ranks would start their work late (a few ms each).
+  for (;;) {
+    const std::uint32_t seen = world.bell(r).seq.load();
+    if (world.control().forked.load() != 0 || world.aborted()) break;
+    world.bell(r).sleep(seen, std::chrono::milliseconds(1));
+  }
   std::optional<RankArena> arena;
   try {
     // This rank's buffers come from its arena of the shared heap (shm_heap.hpp) for as long as the process lives.
@@ -381,6 +388,8 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
     children[r].pid = pid;
     children[r].reaped = false;
   }
+  world.control().forked.store(1);
+  world.ring_all();
   Launcher(world, engine, children).supervise(signals);
   if (world.control().failed_rank.load() >= 0) throw rank_failure(world.control().failed_rank.load(), world.failure());
 

@@ -89,6 +89,7 @@ struct ShmControl {
   std::uint64_t magic = 0;
   std::int32_t ranks = 0;
   std::atomic<std::int32_t> aborted{0};
+  std::atomic<std::int32_t> forked{0};         // the launcher has forked every rank: they may start
   std::atomic<std::int32_t> failed_rank{-1};   // the first rank that failed, -1 while none has
   std::atomic<std::int32_t> failure_ready{0};  // failure text written
   char failure[4096] = {};
