@@ -29,6 +29,13 @@ SlotHeader* Ring::free_slot() const {
   return slot(head);
 }
 
+// Dekker-style with release(): the producer announces itself, then looks at tail again; the consumer moves tail, then
+// looks for the announcement (both sequentially consistent), so one of them sees the other.
+bool Ring::want_room() const {
+  c_->room_wanted.store(1, std::memory_order_seq_cst);
+  return c_->head.load(std::memory_order_relaxed) - c_->tail.load(std::memory_order_seq_cst) < n_;
+}
+
 SlotHeader* Ring::filled_slot() const {
   const std::uint64_t tail = c_->tail.load(std::memory_order_relaxed);
   if (tail == c_->head.load(std::memory_order_acquire)) return nullptr;

@@ -59,6 +59,7 @@ struct Reference {
 
 struct RingCounters {
   alignas(64) std::atomic<std::uint64_t> head{0};  // slots published (producer)
+  std::atomic<std::uint32_t> room_wanted{0};       // the producer found the ring full and may sleep until a release
   alignas(64) std::atomic<std::uint64_t> tail{0};  // slots consumed (consumer)
 };
 
@@ -72,9 +73,15 @@ class Ring {
   // Producer: the next free slot, or null when the ring is full; publish() hands it to the consumer.
   SlotHeader* free_slot() const;
   void publish() const { c_->head.store(c_->head.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  // Producer, after free_slot() found none: asks the consumer to ring when it frees one. True when one is free now
+  // (the consumer may have freed it before seeing the request).
+  bool want_room() const;
   // Consumer: the oldest filled slot, or null when empty; release() hands it back.
   SlotHeader* filled_slot() const;
-  void release() const { c_->tail.store(c_->tail.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  void release() const { c_->tail.store(c_->tail.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst); }
+  // Consumer, after releasing: whether the producer asked for room since the last time (then ring its doorbell). A
+  // producer waiting for its receives, not for room, is not woken by every slot its consumer drains.
+  bool room_was_wanted() const { return c_->room_wanted.exchange(0, std::memory_order_seq_cst) != 0; }
 
   static std::byte* payload(SlotHeader* s) { return reinterpret_cast<std::byte*>(s) + kHeaderStride; }
 
