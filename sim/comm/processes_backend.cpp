@@ -293,6 +293,7 @@ class Launcher {
         if (!abort_seen) abort_seen = now;
         if (now - *abort_seen > kGrace) reaper.kill_all();  // ranks still computing never looked
       }
+      if (all_reaped()) break;  // the last rank was reaped just now: no sleep (its SIGCHLD rang before `seen`)
       world_.bell(world_.ranks()).sleep(seen, kReapEvery);
     }
     collect_results();
