@@ -40,7 +40,8 @@ std::int64_t free_bytes(int fd) {
 }  // namespace
 
 std::string ShmSegment::shortage(std::size_t bytes, const std::string& what, int err) {
-  std::string why = std::strerror(err);
+  // EFAULT from a populate is the SIGBUS a write would have raised: tmpfs had no page to give.
+  std::string why = std::strerror(err == EFAULT ? ENOSPC : err);
   const int fd = ::open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
     if (const std::int64_t free = free_bytes(fd); free >= 0)

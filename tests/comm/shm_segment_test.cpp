@@ -85,3 +85,11 @@ TEST_CASE("populating a range no page can back reports it, where a write would h
   ::munmap(p, 8192);
   ::close(fd);
 }
+
+TEST_CASE("a need /dev/shm cannot meet is told in one line: the need, what for, why, and the fixes") {
+  const std::string what = ShmSegment::shortage(std::size_t{3} << 20, "this rank's buffers", EFAULT);
+  CHECK_MESSAGE(what.rfind("the processes backend needs 3.0 MiB of shared memory (this rank's buffers)", 0) == 0, what);
+  CHECK_MESSAGE(what.find("/dev/shm cannot provide it (No space left on device") != std::string::npos, what);
+  CHECK_MESSAGE(what.find("use fewer ranks or a smaller problem, or --backend threads") != std::string::npos, what);
+  CHECK(what.find('\n') == std::string::npos);
+}
