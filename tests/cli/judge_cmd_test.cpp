@@ -22,12 +22,15 @@ namespace {
 
 const std::string kCpsim = std::string(CPSIM_BINARY_DIR) + "/cpsim";
 const fs::path kDir = fs::path(CPSIM_BINARY_DIR) / "tests";
+const fs::path kHanging = kDir / "judge_cmd.hanging";  // written by a hanging judge once it is inside a case
 
 // A learner's file that gets the chunk order right and then, in the forward, does what CPSIM_TEST_JUDGE asks:
-// hang, abort or segfault.
+// hang (after writing the file CPSIM_TEST_JUDGE_MARK names, so that a test knows a case is being judged), abort or
+// segfault.
 const char* kMisbehaving = R"(#include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -41,6 +44,7 @@ void zigzag_ring_forward(Communicator&, Device&, const SeqLayout&, const Buffer&
   const std::string m = mode ? mode : "";
   if (m == "abort") std::abort();
   if (m == "segv") std::raise(SIGSEGV);
+  if (const char* mark = std::getenv("CPSIM_TEST_JUDGE_MARK")) std::ofstream(mark) << "hanging\n";
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 }  // namespace cpsim::exercise
@@ -71,12 +75,16 @@ Judged judge(const std::vector<std::string>& args, const std::string& mode, std:
   o.stderr_path = err;
   o.time_limit = 600s;
   // A sanitizer's own handler would report the segfault and exit 1: let the signal end the judge, as it would.
-  o.env = {{"CPSIM_TEST_JUDGE", mode}, {"ASAN_OPTIONS", "handle_segv=0:handle_abort=0:detect_leaks=0"},
+  o.env = {{"CPSIM_TEST_JUDGE", mode},
+           {"CPSIM_TEST_JUDGE_MARK", kHanging.string()},
+           {"ASAN_OPTIONS", "handle_segv=0:handle_abort=0:detect_leaks=0"},
            {"TSAN_OPTIONS", "handle_segv=0:handle_abort=0"}};
   o.started = std::move(started);
+  fs::remove(kHanging);
   Judged j{run_child(argv, o), slurp(out), slurp(err)};
   fs::remove(out);
   fs::remove(err);
+  fs::remove(kHanging);
   return j;
 }
 
@@ -108,8 +116,8 @@ TEST_CASE("cpsim judge stops a judge that hangs, crashes or aborts, names the ca
     std::thread killer;
     const Judged j = judge({"--file", file.string()}, "hang", [&](int pid) {
       killer = std::thread([pid] {
-        for (int i = 0; i < 6000 && judges_running() == 0; ++i) std::this_thread::sleep_for(10ms);
-        std::this_thread::sleep_for(200ms);
+        // Once the judge is inside its first case (however slow the machine is to build and start it).
+        for (int i = 0; i < 60000 && !fs::exists(kHanging); ++i) std::this_thread::sleep_for(10ms);
         ::kill(pid, SIGTERM);
       });
     });
