@@ -49,8 +49,9 @@ class ProcessCommunicator final : public P2pCommunicator {
   // Direct while C-1 messages at once stream through the rings without filling them (a chunk of at most a
   // quarter of a ring: 512 KiB at C = 4), where one round beats C-1 steps; the ring for larger chunks, where
   // one message per neighbour at a time keeps the rings flowing (measured: docs/performance/comm.md). With a heap
-  // the rings are shallower (they carry references, not bytes) and the threshold stays that of the deep rings:
-  // for chunks sent by reference the ring still wins from about 1 MiB chunks (the same page).
+  // the rings are shallower (they carry references, not bytes) and the threshold stays that of the deep rings: for
+  // chunks sent by reference the direct forms won at 16-64 KiB chunks and the ring at 1 MiB and more, with
+  // 256-512 KiB undecided by runs on a busy machine (the same page).
   CollectiveAlgorithm backend_algorithm(std::size_t chunk_bytes) const override {
     const std::size_t ring_bytes = ShmWorld::slots_per_ring(engine_.world().ranks(), 0) * kSlotBytes;
     return chunk_bytes <= ring_bytes / 4 ? CollectiveAlgorithm::direct : CollectiveAlgorithm::ring;

@@ -4,7 +4,7 @@
 //
 // Endpoints 0..C-1 are the ranks, endpoint C is the launcher (it only receives: each rank's result).
 // - Doorbell (wait_policy.hpp): a 32-bit counter per endpoint. Whoever changes something an endpoint may wait
-//   for (a slot filled for it, a slot it filled freed, a rank finished or failed) bumps the counter; a waiting
+//   for (a slot filled for it, room in a ring it found full, a rank finished or failed) bumps the counter; a waiting
 //   endpoint sleeps on it with futex(FUTEX_WAIT) and a timeout, so a dead peer can never leave it asleep for good.
 // - Ring (src -> dst): slots_per_ring(C, arena) slots of kSlotBytes, one producer (src) and one consumer (dst),
 //   lock-free (head/tail counters with acquire/release). A message is a header followed by its payload,
