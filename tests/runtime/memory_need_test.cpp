@@ -18,6 +18,7 @@
 #include "sim/model/count_run.hpp"
 #include "sim/runtime/inputs.hpp"
 #include "sim/runtime/rank_run.hpp"
+#include "tests/sanitizer.hpp"
 
 using namespace cpsim;
 
@@ -167,14 +168,8 @@ TEST_CASE(
   }
 }
 
-// AddressSanitizer reserves terabytes of address space for its shadow memory at start-up, so a program built with it
-// cannot start under RLIMIT_AS at all, and its resident size counts the shadow and the freed memory it quarantines:
-// the two cases that measure a child's memory need a plain build.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
+// The two cases that measure a child's memory need a plain build (tests/sanitizer.hpp).
+using cpsim::test::kAddressSanitizer;
 
 TEST_CASE("a refused run allocates nothing large: under a 1 GiB address-space limit it still refuses, exit 2" *
           doctest::skip(kAddressSanitizer)) {
