@@ -48,9 +48,12 @@ class ProcessCommunicator final : public P2pCommunicator {
  protected:
   // Direct while C-1 messages at once stream through the rings without filling them (a chunk of at most a
   // quarter of a ring: 512 KiB at C = 4), where one round beats C-1 steps; the ring for larger chunks, where
-  // one message per neighbour at a time keeps the rings flowing (measured: docs/performance/comm.md).
+  // one message per neighbour at a time keeps the rings flowing (measured: docs/performance/comm.md). With a heap
+  // the rings are shallower (they carry references, not bytes) and the threshold stays that of the deep rings: for
+  // chunks sent by reference the direct forms won at 16-64 KiB chunks and the ring at 1 MiB and more, with
+  // 256-512 KiB undecided by runs on a busy machine (the same page).
   CollectiveAlgorithm backend_algorithm(std::size_t chunk_bytes) const override {
-    const std::size_t ring_bytes = ShmWorld::slots_per_ring(engine_.world().ranks()) * kSlotBytes;
+    const std::size_t ring_bytes = ShmWorld::slots_per_ring(engine_.world().ranks(), 0) * kSlotBytes;
     return chunk_bytes <= ring_bytes / 4 ? CollectiveAlgorithm::direct : CollectiveAlgorithm::ring;
   }
   Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) override {
@@ -167,24 +170,33 @@ void flush_output() {
 }
 
 // The body of a rank process. Never returns.
-[[noreturn]] void run_rank(const ShmWorld& world, int r, const LaunchOptions& opt, const RankFn& fn,
-                           Recorder::Clock::time_point epoch, pid_t parent, const StopSignals& signals) {
+[[noreturn]] void run_rank(const ShmSegment& segment, const ShmWorld& world, int r, const LaunchOptions& opt,
+                           const RankFn& fn, Recorder::Clock::time_point epoch, pid_t parent,
+                           const StopSignals& signals) {
   signals.reset_in_rank();
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher dies: so do we
   if (::getppid() != parent) ::_exit(kExitStopped);
   int code = kExitOk;
-  // This rank's buffers come from its arena of the shared heap (shm_heap.hpp) for as long as the process lives.
-  std::optional<RankArena> arena;
-  if (world.arena_size() > 0) {
-    arena.emplace(world.arena(r), world.arena_size());
-    install_host_arena(&*arena);
-    // Its pages mapped now, in one call, rather than a fault per 4 KiB on first touch (the fork left this process no
-    // page table entries for the segment). Only a speed-up: a kernel without MADV_POPULATE_WRITE faults them in later.
-#ifdef MADV_POPULATE_WRITE
-    ::madvise(world.arena(r), world.arena_size(), MADV_POPULATE_WRITE);
-#endif
+  // Every rank starts once the launcher has forked the last: C ranks on fewer cores would otherwise slow the
+  // launcher's later forks, and the last ranks would start their work late (a few ms each).
+  for (;;) {
+    const std::uint32_t seen = world.bell(r).seq.load();
+    if (world.control().forked.load() != 0 || world.aborted()) break;
+    world.bell(r).sleep(seen, std::chrono::milliseconds(1));
   }
+  std::optional<RankArena> arena;
   try {
+    // This rank's buffers come from its arena of the shared heap (shm_heap.hpp) for as long as the process lives.
+    // Its pages are backed and mapped first, in one call, by this rank while its peers do theirs (rather than by the
+    // launcher for all, or a fault per 4 KiB on first touch): a /dev/shm that ran out is an error here, never a
+    // SIGBUS later (shm_segment.hpp).
+    if (world.arena_size() > 0) {
+      if (const int err = segment.populate(world.arena(r), world.arena_size()))
+        throw Error("its arena of the shared heap could not be backed: " +
+                    ShmSegment::shortage(world.arena_size(), "this rank's buffers", err));
+      arena.emplace(world.arena(r), world.arena_size());
+      install_host_arena(&*arena);
+    }
     ShmEngine engine(world, r, opt.timeout);
     Recorder rec(r, opt.tracing);
     rec.set_epoch(epoch);
@@ -206,6 +218,10 @@ void flush_output() {
     Pending body = engine.send(kResultEnvelope, payload.data(), n, world.ranks());
     wait(size);
     wait(body);
+    // Nobody reads this rank's buffers any more (its sends completed or were revoked when its requests went): their
+    // pages go back now, while other ranks may still compute, rather than all at once when the launcher unmaps the
+    // segment after the last rank. Nothing allocates from the arena after this.
+    if (world.arena_size() > 0) ::madvise(world.arena(r), world.arena_size(), MADV_REMOVE);
   } catch (const Aborted&) {
     world.set_status(r, ShmStatus::stopped);
     code = kExitStopped;
@@ -278,6 +294,7 @@ class Launcher {
         if (!abort_seen) abort_seen = now;
         if (now - *abort_seen > kGrace) reaper.kill_all();  // ranks still computing never looked
       }
+      if (all_reaped()) break;  // the last rank was reaped just now: no sleep (its SIGCHLD rang before `seen`)
       world_.bell(world_.ranks()).sleep(seen, kReapEvery);
     }
     collect_results();
@@ -351,6 +368,11 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
   // One segment: the rings, and a heap of an arena per rank for the buffers the ranks send from and receive into.
   const std::size_t arena = arena_bytes(opt.heap_bytes);
   ShmSegment segment(ShmWorld::bytes_needed(c, arena));
+  // The launcher backs the part before the heap (control, rings, tokens) before it writes any of it; each rank
+  // backs its own arena (run_rank).
+  const std::size_t shared = ShmWorld::heap_offset(c, arena);
+  if (const int err = segment.populate(segment.data(), shared))
+    throw UsageError(ShmSegment::shortage(shared, "its message rings", err));
   const ShmWorld world(segment.data(), c, arena, true);
   ShmEngine engine(world, c, opt.timeout);  // the launcher's endpoint: receives results
   std::vector<Child> children(c);
@@ -360,7 +382,7 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
   flush_output();  // children must not inherit unwritten output
   for (int r = 0; r < c; ++r) {
     const pid_t pid = ::fork();
-    if (pid == 0) run_rank(world, r, opt, fn, epoch, parent, signals);
+    if (pid == 0) run_rank(segment, world, r, opt, fn, epoch, parent, signals);
     if (pid < 0) {
       world.fail(r, std::string("could not be started: fork failed: ") + std::strerror(errno), ShmStatus::dead);
       break;
@@ -368,6 +390,8 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
     children[r].pid = pid;
     children[r].reaped = false;
   }
+  world.control().forked.store(1);
+  world.ring_all();
   Launcher(world, engine, children).supervise(signals);
   if (world.control().failed_rank.load() >= 0) throw rank_failure(world.control().failed_rank.load(), world.failure());
 

@@ -185,6 +185,7 @@ bool ShmEngine::push(int dst) {
       continue;
     }
     SlotHeader* slot = ring.free_slot();
+    if (!slot && ring.want_room()) slot = ring.free_slot();
     if (!slot) break;
     if (op.by_reference) {  // one slot: where the bytes lie; done when the receiver has copied them
       slot->first = 1;
@@ -300,7 +301,7 @@ bool ShmEngine::drain(int src) {
       in = Inbound{};
     }
   }
-  if (moved) world_.bell(src).ring();  // its producer may be waiting for a free slot
+  if (moved && ring.room_was_wanted()) world_.bell(src).ring();  // its producer waits for a free slot
   return moved;
 }
 

@@ -29,13 +29,21 @@ SlotHeader* Ring::free_slot() const {
   return slot(head);
 }
 
+// Dekker-style with release(): the producer announces itself, then looks at tail again; the consumer moves tail, then
+// looks for the announcement (both sequentially consistent), so one of them sees the other.
+bool Ring::want_room() const {
+  c_->room_wanted.store(1, std::memory_order_seq_cst);
+  return c_->head.load(std::memory_order_relaxed) - c_->tail.load(std::memory_order_seq_cst) < n_;
+}
+
 SlotHeader* Ring::filled_slot() const {
   const std::uint64_t tail = c_->tail.load(std::memory_order_relaxed);
   if (tail == c_->head.load(std::memory_order_acquire)) return nullptr;
   return slot(tail);
 }
 
-std::size_t ShmWorld::slots_per_ring(int ranks) {
+std::size_t ShmWorld::slots_per_ring(int ranks, std::size_t arena) {
+  if (arena > 0) return kMinSlotsPerRing;
   const std::size_t rings = static_cast<std::size_t>(ranks) * (static_cast<std::size_t>(ranks) + 1);
   return std::clamp(kRingBudget / (rings * Ring::kStride), kMinSlotsPerRing, kMaxSlotsPerRing);
 }
@@ -43,25 +51,25 @@ std::size_t ShmWorld::slots_per_ring(int ranks) {
 namespace {
 
 // Bytes before the token table, and before the heap (page-aligned, so that each arena starts on a page).
-std::size_t tokens_at(int ranks) {
+std::size_t tokens_at(int ranks, std::size_t arena) {
   const std::size_t endpoints = static_cast<std::size_t>(ranks) + 1;
   return round_up(sizeof(ShmControl)) + round_up(sizeof(std::atomic<std::int32_t>) * ranks) +
          sizeof(Doorbell) * endpoints +
-         Ring::bytes(ShmWorld::slots_per_ring(ranks)) * static_cast<std::size_t>(ranks) * endpoints;
+         Ring::bytes(ShmWorld::slots_per_ring(ranks, arena)) * static_cast<std::size_t>(ranks) * endpoints;
 }
-std::size_t heap_start(int ranks) {
-  const std::size_t end = tokens_at(ranks) + sizeof(std::atomic<std::uint32_t>) * kRefTokens * ranks;
+std::size_t heap_start(int ranks, std::size_t arena) {
+  const std::size_t end = tokens_at(ranks, arena) + sizeof(std::atomic<std::uint32_t>) * kRefTokens * ranks;
   return (end + kPage - 1) / kPage * kPage;
 }
 
 }  // namespace
 
 std::size_t ShmWorld::bytes_needed(int ranks, std::size_t arena) {
-  return heap_start(ranks) + arena * static_cast<std::size_t>(ranks);
+  return heap_start(ranks, arena) + arena * static_cast<std::size_t>(ranks);
 }
 
 ShmWorld::ShmWorld(void* base, int ranks, std::size_t arena, bool init)
-    : ranks_(ranks), slots_(slots_per_ring(ranks)), arena_(arena) {
+    : ranks_(ranks), slots_(slots_per_ring(ranks, arena)), arena_(arena) {
   auto* p = static_cast<std::byte*>(base);
   control_ = reinterpret_cast<ShmControl*>(p);
   p += round_up(sizeof(ShmControl));
@@ -70,8 +78,8 @@ ShmWorld::ShmWorld(void* base, int ranks, std::size_t arena, bool init)
   bells_ = reinterpret_cast<Doorbell*>(p);
   p += sizeof(Doorbell) * (ranks + 1);
   rings_ = p;
-  tokens_ = reinterpret_cast<std::atomic<std::uint32_t>*>(static_cast<std::byte*>(base) + tokens_at(ranks));
-  heap_ = static_cast<std::byte*>(base) + heap_start(ranks);
+  tokens_ = reinterpret_cast<std::atomic<std::uint32_t>*>(static_cast<std::byte*>(base) + tokens_at(ranks, arena));
+  heap_ = static_cast<std::byte*>(base) + heap_start(ranks, arena);
   if (!init) return;
   for (std::size_t i = 0; i < static_cast<std::size_t>(ranks) * kRefTokens; ++i)
     new (&tokens_[i]) std::atomic<std::uint32_t>(static_cast<std::uint32_t>(RefToken::free));

@@ -4,15 +4,17 @@
 //
 // Endpoints 0..C-1 are the ranks, endpoint C is the launcher (it only receives: each rank's result).
 // - Doorbell (wait_policy.hpp): a 32-bit counter per endpoint. Whoever changes something an endpoint may wait
-//   for (a slot filled for it, a slot it filled freed, a rank finished or failed) bumps the counter; a waiting
+//   for (a slot filled for it, room in a ring it found full, a rank finished or failed) bumps the counter; a waiting
 //   endpoint sleeps on it with futex(FUTEX_WAIT) and a timeout, so a dead peer can never leave it asleep for good.
-// - Ring (src -> dst): slots_per_ring(C) slots of kSlotBytes, one producer (src) and one consumer (dst),
+// - Ring (src -> dst): slots_per_ring(C, arena) slots of kSlotBytes, one producer (src) and one consumer (dst),
 //   lock-free (head/tail counters with acquire/release). A message is a header followed by its payload,
 //   streamed through the slots in chunks of at most kSlotBytes; the first chunk of a message carries its
-//   MessageHeader. The rings are as deep as a fixed budget allows (kRingBudget for all C (C+1) of them, between
-//   kMinSlotsPerRing and kMaxSlotsPerRing slots each): with C=4, 2 MiB each, so a sender streams a 1 MiB message
-//   without waiting for its receiver to be scheduled (4 ranks share 2 cores), and the two copies of a message
-//   (into a slot, out of it) overlap.
+//   MessageHeader. Without a heap the rings are as deep as a fixed budget allows (kRingBudget for all C (C+1) of
+//   them, between kMinSlotsPerRing and kMaxSlotsPerRing slots each): with C=4, 2 MiB each, so a sender streams a
+//   1 MiB message without waiting for its receiver to be scheduled (4 ranks share 2 cores), and the two copies of a
+//   message (into a slot, out of it) overlap. With a heap, a ring carries only what is not sent by reference (small
+//   messages, one slot per reference, buffers outside the heap, the results to the launcher) and has
+//   kMinSlotsPerRing slots: 256 KiB, 5 MiB for all 20 at C=4 instead of 40 MiB to back with pages and free.
 // - Heap (shm_heap.hpp): rank r's arena holds the buffers rank r allocates; a send from a buffer there goes by
 //   reference (shm_engine.hpp): its ring carries where the bytes lie and which of the sender's tokens to complete,
 //   and the receiver copies the bytes once, straight out of the heap. Token states: free -> pending (the sender
@@ -57,6 +59,7 @@ struct Reference {
 
 struct RingCounters {
   alignas(64) std::atomic<std::uint64_t> head{0};  // slots published (producer)
+  std::atomic<std::uint32_t> room_wanted{0};       // the producer found the ring full and may sleep until a release
   alignas(64) std::atomic<std::uint64_t> tail{0};  // slots consumed (consumer)
 };
 
@@ -70,9 +73,15 @@ class Ring {
   // Producer: the next free slot, or null when the ring is full; publish() hands it to the consumer.
   SlotHeader* free_slot() const;
   void publish() const { c_->head.store(c_->head.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  // Producer, after free_slot() found none: asks the consumer to ring when it frees one. True when one is free now
+  // (the consumer may have freed it before seeing the request).
+  bool want_room() const;
   // Consumer: the oldest filled slot, or null when empty; release() hands it back.
   SlotHeader* filled_slot() const;
-  void release() const { c_->tail.store(c_->tail.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  void release() const { c_->tail.store(c_->tail.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst); }
+  // Consumer, after releasing: whether the producer asked for room since the last time (then ring its doorbell). A
+  // producer waiting for its receives, not for room, is not woken by every slot its consumer drains.
+  bool room_was_wanted() const { return c_->room_wanted.exchange(0, std::memory_order_seq_cst) != 0; }
 
   static std::byte* payload(SlotHeader* s) { return reinterpret_cast<std::byte*>(s) + kHeaderStride; }
 
@@ -87,6 +96,7 @@ struct ShmControl {
   std::uint64_t magic = 0;
   std::int32_t ranks = 0;
   std::atomic<std::int32_t> aborted{0};
+  std::atomic<std::int32_t> forked{0};         // the launcher has forked every rank: they may start
   std::atomic<std::int32_t> failed_rank{-1};   // the first rank that failed, -1 while none has
   std::atomic<std::int32_t> failure_ready{0};  // failure text written
   char failure[4096] = {};
@@ -97,7 +107,11 @@ class ShmWorld {
  public:
   // The segment for C ranks with arenas of arena bytes each (shm_heap.hpp's arena_bytes; 0: no heap).
   static std::size_t bytes_needed(int ranks, std::size_t arena = 0);
-  static std::size_t slots_per_ring(int ranks);
+  static std::size_t slots_per_ring(int ranks, std::size_t arena);
+  // Where the heap starts: the bytes before it are the launcher's to back with pages (ShmSegment::populate).
+  static std::size_t heap_offset(int ranks, std::size_t arena) {
+    return bytes_needed(ranks, arena) - arena * static_cast<std::size_t>(ranks);
+  }
   ShmWorld(void* base, int ranks, std::size_t arena, bool init);
 
   int ranks() const { return ranks_; }

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -162,4 +163,39 @@ TEST_CASE("messages sent by reference and through the slots keep their order wit
   }
   CHECK(w.e0->sent_by_reference() == 3);
   CHECK(w.e0->sent_through_slots() == 2);
+}
+
+TEST_CASE("a receiver rings its sender's doorbell only when the sender found the ring full and asked for room") {
+  Pair w;
+  const std::size_t slots = ShmWorld::slots_per_ring(2, kArena);  // a launch with a heap: kMinSlotsPerRing
+  REQUIRE(slots == kMinSlotsPerRing);
+  const std::size_t n = 1024;  // one slot each, sent at once (outside the heap, and small)
+  const std::atomic<std::uint32_t>& sender_bell = w.world->bell(0).seq;
+
+  // 1. A message the ring has room for: draining it does not wake the sender (it may sleep on its own receives).
+  const Bytes first = payload(0, n, 20);
+  Bytes got(n);
+  Pending s = w.e0->send(kEnv, first.data(), n, 1);
+  CHECK(s->test());
+  std::uint32_t before = sender_bell.load();
+  Pending r = w.e1->recv(kEnv, got.data(), n, 0);
+  CHECK(r->test());
+  CHECK(got == first);
+  CHECK(sender_bell.load() == before);
+
+  // 2. One message more than the ring holds: the last waits for room, and the drain that frees a slot rings.
+  std::vector<Bytes> msgs, into(slots + 1, Bytes(n));
+  std::vector<Pending> sends, recvs;
+  for (std::size_t i = 0; i <= slots; ++i) msgs.push_back(payload(0, n, 21 + i));
+  for (std::size_t i = 0; i <= slots; ++i) sends.push_back(w.e0->send(kEnv, msgs[i].data(), n, 1));
+  for (std::size_t i = 0; i < slots; ++i) CHECK(sends[i]->test());
+  CHECK_FALSE(sends[slots]->test());  // the ring is full
+  before = sender_bell.load();
+  for (std::size_t i = 0; i <= slots; ++i) recvs.push_back(w.e1->recv(kEnv, into[i].data(), n, 0));
+  CHECK(sender_bell.load() != before);  // rung: the sender may have been asleep, waiting for room
+  CHECK(sends[slots]->test());          // its last message goes now
+  for (std::size_t i = 0; i <= slots; ++i) {
+    CHECK(recvs[i]->test());
+    CHECK(into[i] == msgs[i]);
+  }
 }
