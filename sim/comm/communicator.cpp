@@ -57,16 +57,16 @@ void check_peer(int peer, int size, const char* call) {
   }
 }
 
-// The checks below run on every call: their messages are built only when they fail.
+// The checks below run on every call: their messages are built only when they fail (require joins them).
 void check_tag(int tag, const char* call) {
   if (tag < 0)
-    throw UsageError(std::string(call) + " with tag " + std::to_string(tag) + ": tags must be >= 0; use a tag >= 0");
+    require(false, std::string(call) + " with tag " + std::to_string(tag) + ": tags must be >= 0", "use a tag >= 0");
 }
 
 void check_buffer(const void* buf, std::size_t bytes, const char* call) {
   if (buf == nullptr && bytes != 0)
-    throw UsageError(std::string(call) + " of " + std::to_string(bytes) +
-                     " bytes from a null buffer; pass a buffer of that size (null is allowed for 0 bytes only)");
+    require(false, std::string(call) + " of " + std::to_string(bytes) + " bytes from a null buffer",
+            "pass a buffer of that size (null is allowed for 0 bytes only)");
 }
 
 std::int64_t i64(std::size_t n) {
