@@ -33,6 +33,7 @@
 
 #include "sim/cli/bench_comm_goals.hpp"
 #include "sim/cli/cli.hpp"
+#include "sim/comm/copy.hpp"
 #include "sim/comm/launcher.hpp"
 #include "sim/core/bytes.hpp"
 #include "sim/core/error.hpp"
@@ -210,9 +211,10 @@ double memcpy_gbps(std::size_t bytes) {
 
 // The machine's copy bound for one call: `copies` copies of `chunk` bytes, shared by two threads (one per core of a
 // 2-core machine), each copy from its own source chunk into its own destination chunk (the call's footprint: 2 x
-// copies x chunk bytes, warm); microseconds per call, the best of kMemcpyRuns runs of calls taking about 2 ms each.
-// Every backend makes at least these copies per call (one per byte received), so none can be faster: sendrecv C
-// copies of its size, all_gather and all_to_all C (C-1) of one chunk.
+// copies x chunk bytes, warm), made with the transports' own copy (copy_bytes: streaming stores for large chunks);
+// microseconds per call, the best of kMemcpyRuns runs of calls taking about 2 ms each. Every backend makes at least
+// these copies per call (one per byte received), so none can be faster: sendrecv C copies of its size, all_gather
+// and all_to_all C (C-1) of one chunk.
 double two_thread_copy_us(std::size_t chunk, int copies) {
   constexpr int kMemcpyRuns = 7, kThreads = 2;
   chunk = std::max<std::size_t>(chunk, 1);
@@ -229,7 +231,7 @@ double two_thread_copy_us(std::size_t chunk, int copies) {
       const auto t0 = Clock::now();
       for (int i = 0; i < iters; ++i) {
         src[(static_cast<std::size_t>(i) * 64) % span] = static_cast<char>(i);  // the copies cannot be merged away
-        for (int c = 0; c < each; ++c) std::memcpy(dst.data() + c * chunk, src.data() + c * chunk, chunk);
+        for (int c = 0; c < each; ++c) copy_bytes(dst.data() + c * chunk, src.data() + c * chunk, chunk);
       }
       best[t] = std::min(best[t], std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters);
     }
@@ -467,9 +469,11 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
   if (!bounds.empty()) {
     std::printf(
         "#\n# copy bound: the call's copies (sendrecv C of its size, all_gather and all_to_all C (C-1) of one chunk) "
-        "made by two threads, one per core, between warm buffers, best of 7, after the tables: on a quiet machine no "
+        "made by two threads, one per core, between warm buffers, with the transports' copy (streaming stores from "
+        "%s on), best of 7, after the tables: on a quiet machine no "
         "backend can beat it (other work on the machine moves it as it moves the tables); each backend's busbw as a "
-        "fraction of it:\n");
+        "fraction of it:\n",
+        human(stream_threshold()).c_str());
     std::printf("#   %-12s %7s %12s  %-10s%s\n", "op", "chunk", "bound GB/s", "fraction:", names.c_str());
     for (const Bound& b : bounds) {
       std::printf("#   %-12s %7s %12.2f  %-10s", op_name(b.row->op), human(b.row->chunk).c_str(), b.busbw, "");

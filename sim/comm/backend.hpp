@@ -32,8 +32,8 @@ struct LaunchOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
   bool tracing = false;
   // The form of all_gather, reduce_scatter and all_reduce on the threads and processes backends; unset: the
-  // backend's own (threads direct; processes direct for small chunks, the ring for large ones:
-  // docs/backends-threads-processes.md). mpi uses MPI's own.
+  // backend's own (threads direct; processes direct, or without a heap direct for small chunks and the ring for
+  // large ones: docs/backends-threads-processes.md). mpi uses MPI's own.
   std::optional<CollectiveAlgorithm> collectives;
   // Bytes of buffers each rank holds at most at once (a run's per-rank peak: sim/runtime/memory_need.hpp). The
   // processes backend makes a shared heap of that size per rank, in which the ranks' host buffers live and from

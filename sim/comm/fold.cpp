@@ -3,16 +3,21 @@
 #include <cstring>
 
 #include "sim/comm/collectives/reduce.hpp"
+#include "sim/comm/copy.hpp"
 
 namespace cpsim {
 
-void land(void* buf, const void* from, std::size_t offset, std::size_t n, const Fold* fold) {
+void land(void* buf, const void* from, std::size_t offset, std::size_t n, const Landing& how) {
   if (n == 0) return;
   auto* to = static_cast<std::byte*>(buf) + offset;
-  if (!fold) {
-    std::memcpy(to, from, n);
+  if (!how.fold) {
+    if (how.cached)
+      std::memcpy(to, from, n);
+    else
+      copy_bytes(to, from, n);
     return;
   }
+  const Fold* fold = &*how.fold;
   const auto* own = static_cast<const std::byte*>(fold->own) + offset;
   const std::size_t count = n / dtype_size(fold->dtype);
   if (fold->own_first)

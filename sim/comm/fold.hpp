@@ -11,6 +11,7 @@
 // middle steps are recvReduceSend (NVIDIA/nccl, src/device/reduce_scatter.h).
 #pragma once
 #include <cstddef>
+#include <optional>
 
 #include "sim/comm/communicator.hpp"
 #include "sim/core/dtype.hpp"
@@ -24,8 +25,17 @@ struct Fold {
   bool own_first = false;  // op(own, message) instead of op(message, own)
 };
 
-// Lands bytes [offset, offset + n) of a message, read from `from`, in buf: a copy when fold is null, else the
-// fold (offset and n are whole elements of fold->dtype).
-void land(void* buf, const void* from, std::size_t offset, std::size_t n, const Fold* fold);
+// How a receive lands its message: a copy (streamed past the caches when large, copy.hpp), a copy kept in the
+// caches because its caller reads the data again at once (reduce-scatter's partial sum), or a fold.
+struct Landing {
+  std::optional<Fold> fold;  // set: receive-and-reduce
+  bool cached = false;       // a copy that is never streamed
+
+  static Landing kept_in_cache() { return Landing{{}, true}; }
+};
+
+// Lands bytes [offset, offset + n) of a message, read from `from`, in buf, as `how` says (with a fold, offset and n
+// are whole elements of its dtype).
+void land(void* buf, const void* from, std::size_t offset, std::size_t n, const Landing& how);
 
 }  // namespace cpsim

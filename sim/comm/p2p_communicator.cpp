@@ -18,9 +18,8 @@ Pending P2pCommunicator::post_send(const Envelope& env, const void* buf, std::si
   return start_send(env, buf, bytes, world_ranks()[peer]);
 }
 
-Pending P2pCommunicator::post_recv(const Envelope& env, void* buf, std::size_t bytes, int peer,
-                                   std::optional<Fold> fold) {
-  return start_recv(env, buf, bytes, world_ranks()[peer], fold);
+Pending P2pCommunicator::post_recv(const Envelope& env, void* buf, std::size_t bytes, int peer, Landing how) {
+  return start_recv(env, buf, bytes, world_ranks()[peer], how);
 }
 
 std::byte* P2pCommunicator::scratch(std::size_t bytes) {

@@ -29,10 +29,10 @@ inline void wait(Pending& p) {
 
 class P2pCommunicator : public Communicator {
  public:
-  // Posts a message of this communicator to / from `peer` (a rank of this communicator). A receive with a
-  // fold lands the message as buf = op(message, fold.own) instead of copying it (fold.hpp).
+  // Posts a message of this communicator to / from `peer` (a rank of this communicator). A receive lands its
+  // message as `how` says (fold.hpp): a copy, or a fold, buf = op(message, fold.own).
   Pending post_send(const Envelope& env, const void* buf, std::size_t bytes, int peer);
-  Pending post_recv(const Envelope& env, void* buf, std::size_t bytes, int peer, std::optional<Fold> fold = {});
+  Pending post_recv(const Envelope& env, void* buf, std::size_t bytes, int peer, Landing how = {});
   std::uint64_t context() const { return context_; }
   // Scratch memory for collectives (reduce-scatter's partial sums), kept between calls so that repeated
   // calls do not allocate; host memory from the process's arena when it has one (sim/core/host_arena.hpp: the
@@ -52,8 +52,7 @@ class P2pCommunicator : public Communicator {
 
   // The backend: messages to / from a world rank.
   virtual Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) = 0;
-  virtual Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world,
-                             std::optional<Fold> fold) = 0;
+  virtual Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world, const Landing& how) = 0;
   // The backend's choice of form for chunks of this size.
   virtual CollectiveAlgorithm backend_algorithm(std::size_t chunk_bytes) const = 0;
   // A communicator of the same backend over the given world ranks, this rank being `rank` of them.

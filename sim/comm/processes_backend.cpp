@@ -46,22 +46,23 @@ class ProcessCommunicator final : public P2pCommunicator {
   std::string backend() const override { return "processes"; }
 
  protected:
-  // Direct while C-1 messages at once stream through the rings without filling them (a chunk of at most a
-  // quarter of a ring: 512 KiB at C = 4), where one round beats C-1 steps; the ring for larger chunks, where
-  // one message per neighbour at a time keeps the rings flowing (measured: docs/performance/comm.md). With a heap
-  // the rings are shallower (they carry references, not bytes) and the threshold stays that of the deep rings: for
-  // chunks sent by reference the direct forms won at 16-64 KiB chunks and the ring at 1 MiB and more, with
-  // 256-512 KiB undecided by runs on a busy machine (the same page).
+  // With a heap, direct at every size: each message goes by reference and its receiver copies it once, straight
+  // out of the sender's input, so one round of C-1 copies at once beats C-1 chained steps of the ring, which
+  // copy what another core has just written (4 ranks on 2 cores: direct faster at every chunk from 128 KiB to
+  // 16 MiB, all_gather and reduce_scatter; docs/performance/comm.md, "Ring or direct"). Without one the rings
+  // carry the bytes: direct while C-1 messages at once stream through them without filling them (a chunk of at
+  // most a quarter of a ring: 512 KiB at C = 4), the ring for larger chunks, where one message per neighbour at a
+  // time keeps the rings flowing.
   CollectiveAlgorithm backend_algorithm(std::size_t chunk_bytes) const override {
+    if (engine_.world().arena_size() > 0) return CollectiveAlgorithm::direct;
     const std::size_t ring_bytes = ShmWorld::slots_per_ring(engine_.world().ranks(), 0) * kSlotBytes;
     return chunk_bytes <= ring_bytes / 4 ? CollectiveAlgorithm::direct : CollectiveAlgorithm::ring;
   }
   Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) override {
     return engine_.send(env, buf, bytes, peer_world);
   }
-  Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world,
-                     std::optional<Fold> fold) override {
-    return engine_.recv(env, buf, bytes, peer_world, fold);
+  Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world, const Landing& how) override {
+    return engine_.recv(env, buf, bytes, peer_world, how);
   }
   std::unique_ptr<P2pCommunicator> make_sub(int rank, std::vector<int> world_ranks, std::uint64_t context) override {
     return std::make_unique<ProcessCommunicator>(engine_, rank, recorder(), std::move(world_ranks), context);
@@ -136,7 +137,7 @@ class StopSignals {
   }
 
  private:
-  struct sigaction old_[std::size(kSignals)] {};
+  struct sigaction old_[std::size(kSignals)]{};
   bool taken_[std::size(kSignals)] = {};
   struct sigaction old_child_ {};
   bool child_taken_ = false;

@@ -16,9 +16,9 @@ struct ShmEngine::Op {
   int peer = 0;  // destination endpoint (send) or source rank (receive)
   std::byte* buf = nullptr;
   std::size_t bytes = 0;
-  std::size_t moved = 0;     // bytes streamed out (send)
-  std::optional<Fold> fold;  // receive-and-reduce: buf = op(message, fold->own)
-  bool started = false;      // first chunk written (send)
+  std::size_t moved = 0;      // bytes streamed out (send)
+  Landing how;                // a copy, or receive-and-reduce: buf = op(message, fold->own)
+  bool started = false;       // first chunk written (send)
   bool by_reference = false;  // a send whose one slot holds `ref` (the receiver copies out of the heap)
   Reference ref;
   enum class State { active, done, failed, cancelled } state = State::active;
@@ -57,9 +57,9 @@ std::uint32_t as_word(RefToken t) {
 }
 
 // Lands n zero bytes as a message (a send its rank revoked): the receive's buffer is defined, the stream goes on.
-void land_zeros(void* buf, std::size_t n, const Fold* fold) {
+void land_zeros(void* buf, std::size_t n, const Landing& how) {
   static const std::byte zeros[kSlotBytes] = {};
-  for (std::size_t at = 0; at < n; at += kSlotBytes) land(buf, zeros, at, std::min(kSlotBytes, n - at), fold);
+  for (std::size_t at = 0; at < n; at += kSlotBytes) land(buf, zeros, at, std::min(kSlotBytes, n - at), how);
 }
 
 }  // namespace
@@ -78,7 +78,8 @@ Pending ShmEngine::send(const Envelope& env, const void* buf, std::size_t bytes,
   op->buf = static_cast<std::byte*>(const_cast<void*>(buf));  // only ever read
   op->bytes = bytes;
   std::uint64_t offset = 0;
-  if (bytes >= kByReferenceFrom && dst < world_.ranks() && !free_tokens_.empty() && world_.in_heap(buf, bytes, &offset)) {
+  if (bytes >= kByReferenceFrom && dst < world_.ranks() && !free_tokens_.empty() &&
+      world_.in_heap(buf, bytes, &offset)) {
     op->by_reference = true;
     op->ref = Reference{offset, free_tokens_.back()};
     free_tokens_.pop_back();
@@ -92,13 +93,13 @@ Pending ShmEngine::send(const Envelope& env, const void* buf, std::size_t bytes,
   return std::make_unique<ShmPending>(*this, op);
 }
 
-Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int src, std::optional<Fold> fold) {
+Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int src, Landing how) {
   auto op = std::make_shared<Op>();
   op->env = env;
   op->peer = src;
   op->buf = static_cast<std::byte*>(buf);
   op->bytes = bytes;
-  op->fold = fold;
+  op->how = std::move(how);
   // The oldest message of this stream that arrived before us, if any. (No progress() first: a message still
   // in the ring is better left there for this receive to take straight into its buffer.)
   auto it =
@@ -114,12 +115,12 @@ Pending ShmEngine::recv(const Envelope& env, void* buf, std::size_t bytes, int s
   if (!err.empty()) {
     op->state = State::failed;
     op->error = err;
-    if (stash->by_reference) take(src, stash->ref, nullptr, 0, nullptr, false);  // its sender goes on
+    if (stash->by_reference) take(src, stash->ref, nullptr, 0, {}, false);  // its sender goes on
   } else if (stash->by_reference) {  // arrived first, left where it lies: we copy it, once
-    take(src, stash->ref, buf, bytes, op->fold ? &*op->fold : nullptr, true);
+    take(src, stash->ref, buf, bytes, op->how, true);
     op->state = State::done;
   } else {
-    land(buf, stash->data.data(), 0, stash->got, op->fold ? &*op->fold : nullptr);
+    land(buf, stash->data.data(), 0, stash->got, op->how);
     if (stash->complete) {
       op->state = State::done;
     } else {  // still streaming in from src: the rest goes straight into buf
@@ -159,12 +160,12 @@ bool ShmEngine::reference_done(Op& op) {
   return true;
 }
 
-void ShmEngine::take(int src, const Reference& ref, void* buf, std::size_t bytes, const Fold* fold, bool copy) {
+void ShmEngine::take(int src, const Reference& ref, void* buf, std::size_t bytes, const Landing& how, bool copy) {
   std::atomic<std::uint32_t>& token = world_.token(src, ref.token);
   std::uint32_t pending = as_word(RefToken::pending);
   const bool live = token.compare_exchange_strong(pending, as_word(RefToken::claimed), std::memory_order_acq_rel);
-  if (copy && live) land(buf, world_.heap_at(ref.offset), 0, bytes, fold);
-  if (copy && !live) land_zeros(buf, bytes, fold);  // revoked: its rank is failing
+  if (copy && live) land(buf, world_.heap_at(ref.offset), 0, bytes, how);
+  if (copy && !live) land_zeros(buf, bytes, how);  // revoked: its rank is failing
   if (live) token.store(as_word(RefToken::done), std::memory_order_release);
   world_.bell(src).ring();  // the sender may be waiting for its send to complete
 }
@@ -276,20 +277,19 @@ bool ShmEngine::drain(int src) {
       ring.release();
       moved = true;
       if (in.op && in.op->state == State::active) {  // the receive came first: we copy now
-        take(src, ref, in.op->buf, in.op->bytes, in.op->fold ? &*in.op->fold : nullptr, true);
+        take(src, ref, in.op->buf, in.op->bytes, in.op->how, true);
         in.op->state = State::done;
       } else if (in.stash) {
         in.stash->ref = ref;
         in.stash->complete = true;
       } else {  // its receive failed or was cancelled: release the sender
-        take(src, ref, nullptr, 0, nullptr, false);
+        take(src, ref, nullptr, 0, {}, false);
       }
       in = Inbound{};
       continue;
     }
     const std::size_t n = slot->len;
-    if (in.op && in.op->state == State::active)
-      land(in.op->buf, Ring::payload(slot), in.got, n, in.op->fold ? &*in.op->fold : nullptr);
+    if (in.op && in.op->state == State::active) land(in.op->buf, Ring::payload(slot), in.got, n, in.op->how);
     if (in.stash && n > 0) std::memcpy(in.stash->data.data() + in.got, Ring::payload(slot), n);
     ring.release();
     moved = true;

@@ -45,7 +45,7 @@ class ShmEngine {
   int me() const { return me_; }
   const ShmWorld& world() const { return world_; }
   Pending send(const Envelope& env, const void* buf, std::size_t bytes, int dst);
-  Pending recv(const Envelope& env, void* buf, std::size_t bytes, int src, std::optional<Fold> fold = {});
+  Pending recv(const Envelope& env, void* buf, std::size_t bytes, int src, Landing how = {});
   // Moves whatever can move now. True when something moved.
   bool progress();
   // Sends so far that went by reference, and through the slots (the launcher's results included).
@@ -68,7 +68,7 @@ class ShmEngine {
   bool drain(int src);
   void bind(int src, const MessageHeader& h, bool by_reference);
   // The receiver's copy of a message sent by reference (or zeros, when its sender revoked it), then the token.
-  void take(int src, const Reference& ref, void* buf, std::size_t bytes, const Fold* fold, bool copy);
+  void take(int src, const Reference& ref, void* buf, std::size_t bytes, const Landing& how, bool copy);
   bool reference_done(Op& op);  // a send by reference: its receiver marked it done (the token is freed)
   void wait(Op& op);
   void cancel(Op& op);

@@ -26,9 +26,8 @@ class ThreadsCommunicator final : public P2pCommunicator {
   Pending start_send(const Envelope& env, const void* buf, std::size_t bytes, int peer_world) override {
     return world_->send(me_, env, buf, bytes, peer_world);
   }
-  Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world,
-                     std::optional<Fold> fold) override {
-    return world_->recv(me_, env, buf, bytes, peer_world, fold);
+  Pending start_recv(const Envelope& env, void* buf, std::size_t bytes, int peer_world, const Landing& how) override {
+    return world_->recv(me_, env, buf, bytes, peer_world, how);
   }
   std::unique_ptr<P2pCommunicator> make_sub(int rank, std::vector<int> world_ranks, std::uint64_t context) override {
     return std::make_unique<ThreadsCommunicator>(world_, rank, recorder(), std::move(world_ranks), context);

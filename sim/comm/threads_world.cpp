@@ -20,9 +20,9 @@ struct RecvOp {
   int src = 0;
   void* buf = nullptr;
   std::size_t bytes = 0;
-  std::optional<Fold> fold;  // receive-and-reduce: buf = op(message, fold->own)
+  Landing how;  // a copy, or receive-and-reduce: buf = op(message, fold->own)
   std::atomic<int> state{kPosted};
-  std::string error;  // written before state becomes kFailed
+  std::string error;               // written before state becomes kFailed
   std::shared_ptr<SendOp> sender;  // kMatched: the large send this receive copies from (set before the state)
 };
 
@@ -44,13 +44,13 @@ struct Parcel {
 
 struct Mailbox {
   std::mutex m;
-  std::deque<Parcel> arrived;                   // in arrival order
-  std::vector<std::shared_ptr<RecvOp>> posted;  // in posting order
+  std::deque<Parcel> arrived;                    // in arrival order
+  std::vector<std::shared_ptr<RecvOp>> posted;   // in posting order
   std::vector<std::shared_ptr<RecvOp>> matched;  // posted receives a large send has come to: this rank copies them
   std::atomic<bool> any_matched{false};          // matched is not empty (read without the lock)
-  std::vector<std::vector<std::byte>> spare;    // eager buffers to reuse: the hot path does not allocate
-  Doorbell bell;                                // rung when an operation of this rank completes
-  bool broken = false;                          // a wait of this rank failed: later waits fail at once (own thread)
+  std::vector<std::vector<std::byte>> spare;     // eager buffers to reuse: the hot path does not allocate
+  Doorbell bell;                                 // rung when an operation of this rank completes
+  bool broken = false;                           // a wait of this rank failed: later waits fail at once (own thread)
 };
 constexpr std::size_t kMaxSpare = 64;
 
@@ -58,7 +58,7 @@ enum RankStatus : int { kRunning, kFinished, kFailedRank };
 
 // The receive's one pass over the message: a copy, or the fold.
 void land(const RecvOp& op, const void* message) {
-  cpsim::land(op.buf, message, 0, op.bytes, op.fold ? &*op.fold : nullptr);
+  cpsim::land(op.buf, message, 0, op.bytes, op.how);
 }
 
 }  // namespace threads_detail
@@ -204,14 +204,13 @@ Pending ThreadsWorld::send(int me, const Envelope& env, const void* buf, std::si
   return std::make_unique<SendImpl>(*this, me, nullptr);
 }
 
-Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t bytes, int src,
-                           std::optional<Fold> fold) {
+Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t bytes, int src, Landing how) {
   auto op = std::make_shared<RecvOp>();
   op->env = env;
   op->src = src;
   op->buf = buf;
   op->bytes = bytes;
-  op->fold = fold;
+  op->how = std::move(how);
   Mailbox& b = *boxes_[me];
   std::shared_ptr<SendOp> sender;
   {

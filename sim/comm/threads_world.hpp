@@ -54,7 +54,7 @@ class ThreadsWorld {
 
   // Rank `me` posts a message to / a receive from world rank dst / src.
   Pending send(int me, const Envelope& env, const void* buf, std::size_t bytes, int dst);
-  Pending recv(int me, const Envelope& env, void* buf, std::size_t bytes, int src, std::optional<Fold> fold = {});
+  Pending recv(int me, const Envelope& env, void* buf, std::size_t bytes, int src, Landing how = {});
 
   // The launcher's view: a rank returned (finish) or threw (fail; the first failure is the one reported).
   void finish(int r);

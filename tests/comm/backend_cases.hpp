@@ -7,6 +7,7 @@
 
 #include "comm_test_support.hpp"
 #include "sim/comm/collectives/reduce.hpp"
+#include "sim/comm/copy.hpp"
 #include "sim/comm/p2p_communicator.hpp"
 #include "sim/comm/shm_world.hpp"
 #include "sim/comm/threads_backend.hpp"
@@ -14,7 +15,8 @@
 namespace cpsim::test {
 
 // Sizes around the mechanisms' edges: empty, one byte, the threads backend's eager limit, the processes
-// backend's slot (not a multiple of it, larger than it, larger than a whole ring of slots).
+// backend's slot (not a multiple of it, larger than it, larger than a whole ring of slots), and the size from
+// which receives land with streaming stores (copy.hpp), not a multiple of a line.
 inline std::vector<std::size_t> edge_sizes() {
 #ifdef CPSIM_TSAN  // ThreadSanitizer checks the threads backend's paths (eager, rendezvous): small sizes reach both
   return {0, 1, 1000, kThreadsEagerBytes, kThreadsEagerBytes + 1, kSlotBytes + 1};
@@ -28,7 +30,8 @@ inline std::vector<std::size_t> edge_sizes() {
           kSlotBytes,
           kSlotBytes + 1,
           3 * kSlotBytes + 17,
-          kSlotBytes * kMaxSlotsPerRing + 5};  // more than any ring holds
+          kSlotBytes * kMaxSlotsPerRing + 5,  // more than any ring holds
+          stream_threshold() + 17};
 }
 
 inline std::string tag_of(const char* what, std::size_t n) {
@@ -233,9 +236,9 @@ inline void check_receive_with_fold(Backend b) {
           }
           Bytes got(bytes), want(bytes);
           Pending r;
-          if (receive_first) r = p2p.post_recv(env, got.data(), bytes, 0, Fold{own.data(), k.dtype, k.op});
+          if (receive_first) r = p2p.post_recv(env, got.data(), bytes, 0, Landing{Fold{own.data(), k.dtype, k.op}});
           comm.barrier();
-          if (!receive_first) r = p2p.post_recv(env, got.data(), bytes, 0, Fold{own.data(), k.dtype, k.op});
+          if (!receive_first) r = p2p.post_recv(env, got.data(), bytes, 0, Landing{Fold{own.data(), k.dtype, k.op}});
           wait(r);
           collectives::combine(want.data(), message.data(), own.data(), count, k.dtype, k.op);
           bad.expect(got == want, "fold " + std::string(dtype_name(k.dtype)) + " of " + std::to_string(count) +

@@ -100,7 +100,8 @@ TEST_CASE("a receive with a fold folds a message sent by reference straight out 
   std::memcpy(src, message.data(), count * sizeof(float));
   Pending s = w.e0->send(kEnv, src, count * sizeof(float), 1);
   REQUIRE(w.e0->sent_by_reference() == 1);
-  Pending r = w.e1->recv(kEnv, got.data(), count * sizeof(float), 0, Fold{own.data(), DType::f32, ReduceOp::sum});
+  Pending r =
+      w.e1->recv(kEnv, got.data(), count * sizeof(float), 0, Landing{Fold{own.data(), DType::f32, ReduceOp::sum}});
   CHECK(r->test());
   CHECK(s->test());
   int wrong = 0;

@@ -1,7 +1,7 @@
 #include <algorithm>
-#include <cstring>
 
 #include "sim/comm/collectives/collectives.hpp"
+#include "sim/comm/copy.hpp"
 
 namespace cpsim::collectives {
 
@@ -29,7 +29,7 @@ Chunks Chunks::balanced(int c, std::size_t count, std::size_t elem) {
 }
 
 void Chunks::place_own(const void* send, void* recv, int r) const {
-  if (at(recv, r) != send && bytes[r] > 0) std::memcpy(at(recv, r), send, bytes[r]);
+  if (at(recv, r) != send && bytes[r] > 0) copy_bytes(at(recv, r), send, bytes[r]);
 }
 
 std::size_t Chunks::largest() const {

@@ -45,7 +45,7 @@ void direct_reduce_scatter(const Port& port, const void* send, void* recv, const
     // The partial result may not sit on our own chunk (in place): x[r] is added last.
     const bool overlaps = out < own + n && own < out + n;
     std::byte* acc = overlaps ? port.comm.scratch(n) : out;
-    Pending first = port.recv(acc, n, (r + 1) % c);  // STEP 1
+    Pending first = port.recv_cached(acc, n, (r + 1) % c);  // STEP 1: step 2 reads it at once
     wait(first);
     for (int k = 2; k < c; ++k) {  // STEP 2
       Pending p = port.recv_fold(acc, n, (r + k) % c, Fold{acc, dtype, op, true});

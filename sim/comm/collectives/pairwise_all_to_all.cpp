@@ -8,10 +8,10 @@
 //
 // Cost: C-1 steps; each rank sends (C-1) n and receives (C-1) n bytes ((C-1)/C of its data leaves it).
 // algbw = C n / time; busbw = algbw x (C-1)/C (nccl-tests).
-#include <cstring>
 #include <vector>
 
 #include "sim/comm/collectives/collectives.hpp"
+#include "sim/comm/copy.hpp"
 
 namespace cpsim::collectives {
 
@@ -20,7 +20,7 @@ void pairwise_all_to_all(const Port& port, const void* send, void* recv, std::si
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const std::size_t n = bytes_per_rank;
-  if (n > 0) std::memcpy(out + r * n, in + r * n, n);
+  if (n > 0) copy_bytes(out + r * n, in + r * n, n);
   std::vector<Pending> pending;
   pending.reserve(2 * static_cast<std::size_t>(c));
   for (int s = 1; s < c; ++s) {

@@ -15,9 +15,13 @@ struct Port {
   int size() const { return comm.size(); }
   Pending send(const void* buf, std::size_t bytes, int peer) const { return comm.post_send(env, buf, bytes, peer); }
   Pending recv(void* buf, std::size_t bytes, int peer) const { return comm.post_recv(env, buf, bytes, peer); }
+  // A receive whose data the caller reads again at once: its copy stays in the caches (fold.hpp, Landing).
+  Pending recv_cached(void* buf, std::size_t bytes, int peer) const {
+    return comm.post_recv(env, buf, bytes, peer, Landing::kept_in_cache());
+  }
   // Receive-and-reduce: buf = op(message, fold.own) (fold.hpp).
   Pending recv_fold(void* buf, std::size_t bytes, int peer, const Fold& fold) const {
-    return comm.post_recv(env, buf, bytes, peer, fold);
+    return comm.post_recv(env, buf, bytes, peer, Landing{fold});
   }
 };
 

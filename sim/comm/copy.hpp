@@ -1,0 +1,31 @@
+// The transports' copy of a message's bytes: memcpy, or streaming stores for copies too large to stay in a cache.
+//
+// A plain store to a line that is not in the cache first reads the line in (read for ownership), and the line is
+// written back later: 3n bytes of memory traffic to copy n. A streaming (non-temporal) store writes whole lines
+// past the caches without reading them: 2n. That pays once a copy's destination would not stay in the core's L2
+// anyway, which is where a rank's large receives land; below, memcpy's cached stores are faster (the data is read
+// again from the cache). UCX has the same switch for its large copies (the x86 option NT_BUFFER_TRANSFER_MIN,
+// "minimal threshold of buffer length for using non-temporal buffer transfer", ucs/arch/x86_64/global_opts.c).
+// glibc's memcpy streams too, but only from glibc.cpu.x86_non_temporal_threshold, which it derives from the
+// last-level cache (`ld.so --list-tunables` prints it): far beyond the messages ranks exchange on a machine with a
+// large L3.
+//
+// The results are the same bytes either way; only the time differs (docs/performance/comm.md, "Streaming copies").
+#pragma once
+#include <cstddef>
+
+namespace cpsim {
+
+// From this many bytes on, copy_bytes streams: half of one core's L2 (sysconf), within [256 KiB, 4 MiB]; 1 MiB
+// where the C library does not know the L2.
+std::size_t stream_threshold();
+
+// Copies n bytes from `from` to `to` (not overlapping): memcpy below stream_threshold(), else stream_copy.
+void copy_bytes(void* to, const void* from, std::size_t n);
+
+// Copies n bytes with streaming stores where the machine has them (x86-64), else memcpy. Ends with a store fence:
+// streaming stores are weakly ordered, and the caller's next store (a flag saying the copy is done) must not be
+// seen before them.
+void stream_copy(void* to, const void* from, std::size_t n);
+
+}  // namespace cpsim
