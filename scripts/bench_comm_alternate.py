@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""`cpsim bench comm` of several binaries (or settings), taking turns (docs/performance/comm.md).
+
+Runs `cpsim bench comm --backend B --ranks 4 --minbytes LO --maxbytes HI --stepfactor F --json` with each given
+binary in turn, ROUNDS times, so that the binaries compared are measured alternately under the same load, and
+prints, per operation and size, each binary's time per call in us: the lowest and the median of its rounds (each
+round's figure is already the slowest rank's mean, best of 3 runs). A binary may be given as NAME=PATH to label it,
+and as PATH@ring or PATH@direct to impose that form of the collectives on its runs (--collectives: on every run).
+
+  python3 scripts/bench_comm_alternate.py --rounds 5 --backend threads before=old/cpsim after=build/release/cpsim
+  python3 scripts/bench_comm_alternate.py --backend processes ring=build/release/cpsim@ring direct=build/release/cpsim@direct
+"""
+import argparse
+import json
+import statistics
+import subprocess
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def one_run(spec, a):
+    binary, _, form = spec.partition("@")
+    cmd = [binary, "bench", "comm", "--backend", a.backend, "--ranks", str(a.ranks), "--minbytes", a.minbytes,
+           "--maxbytes", a.maxbytes, "--stepfactor", str(a.stepfactor), "--json"]
+    if form or a.collectives:
+        cmd += ["--collectives", form or a.collectives]
+    out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    times = {}
+    for op in out["ops"]:
+        for row in op["rows"]:
+            if row["wrong"] != 0:
+                raise SystemExit(f"{binary}: {op['op']} at {row['size']} bytes delivered {row['wrong']} wrong elements")
+            times[(op["op"], row["size"])] = row["time_us"]
+    return times
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("binaries", nargs="+", help="PATH or NAME=PATH")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--backend", default="threads")
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--minbytes", default="256K")
+    ap.add_argument("--maxbytes", default="64M")
+    ap.add_argument("--stepfactor", type=int, default=4)
+    ap.add_argument("--collectives", default="")
+    a = ap.parse_args()
+    named = [b.split("=", 1) if "=" in b else (b, b) for b in a.binaries]
+    before = load()
+    runs = {name: [] for name, _ in named}
+    for _ in range(a.rounds):
+        for name, path in named:
+            runs[name].append(one_run(path, a))
+    print(f"# {a.backend}, {a.ranks} ranks, {a.rounds} rounds alternating"
+          f"{', --collectives ' + a.collectives if a.collectives else ''}; load average before: {before}, after: {load()}")
+    print("# time per call (us), lowest / median of the rounds")
+    print(f"{'op':15s} {'size':>8s} " + " ".join(f"{name:>21s}" for name, _ in named))
+    for key in sorted(runs[named[0][0]][0]):
+        op, size = key
+        cells = []
+        for name, _ in named:
+            ts = [r[key] for r in runs[name]]
+            cells.append(f"{min(ts):10.1f} / {statistics.median(ts):8.1f}")
+        print(f"{op:15s} {size // 1024:7d}K " + " ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
