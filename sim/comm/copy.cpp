@@ -51,8 +51,8 @@ std::size_t stream_threshold() {
   return threshold;
 }
 
-void copy_bytes(void* to, const void* from, std::size_t n) {
-  if (n < stream_threshold())
+void copy_bytes(void* to, const void* from, std::size_t n, std::size_t call_bytes) {
+  if (std::max(n, call_bytes) < stream_threshold())
     std::memcpy(to, from, n);
   else
     stream_copy(to, from, n);

@@ -20,8 +20,10 @@ namespace cpsim {
 // where the C library does not know the L2.
 std::size_t stream_threshold();
 
-// Copies n bytes from `from` to `to` (not overlapping): memcpy below stream_threshold(), else stream_copy.
-void copy_bytes(void* to, const void* from, std::size_t n);
+// Copies n bytes from `from` to `to` (not overlapping): stream_copy when this copy, or the whole call it is part of
+// (`call_bytes`: every byte a collective lands in this rank, when that is more), reaches stream_threshold(), else
+// memcpy. A call's many smaller copies do not stay in the cache together any more than one large one would.
+void copy_bytes(void* to, const void* from, std::size_t n, std::size_t call_bytes = 0);
 
 // Copies n bytes with streaming stores where the machine has them (x86-64), else memcpy. Ends with a store fence:
 // streaming stores are weakly ordered, and the caller's next store (a flag saying the copy is done) must not be

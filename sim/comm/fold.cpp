@@ -14,7 +14,7 @@ void land(void* buf, const void* from, std::size_t offset, std::size_t n, const 
     if (how.cached)
       std::memcpy(to, from, n);
     else
-      copy_bytes(to, from, n);
+      copy_bytes(to, from, n, how.call_bytes);
     return;
   }
   const Fold* fold = &*how.fold;

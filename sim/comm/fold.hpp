@@ -28,10 +28,12 @@ struct Fold {
 // How a receive lands its message: a copy (streamed past the caches when large, copy.hpp), a copy kept in the
 // caches because its caller reads the data again at once (reduce-scatter's partial sum), or a fold.
 struct Landing {
-  std::optional<Fold> fold;  // set: receive-and-reduce
-  bool cached = false;       // a copy that is never streamed
+  std::optional<Fold> fold;    // set: receive-and-reduce
+  bool cached = false;         // a copy that is never streamed
+  std::size_t call_bytes = 0;  // a copy that is part of a call landing this many bytes in all (copy_bytes)
 
-  static Landing kept_in_cache() { return Landing{{}, true}; }
+  static Landing kept_in_cache() { return Landing{{}, true, 0}; }
+  static Landing part_of(std::size_t call_bytes) { return Landing{{}, false, call_bytes}; }
 };
 
 // Lands bytes [offset, offset + n) of a message, read from `from`, in buf, as `how` says (with a fold, offset and n

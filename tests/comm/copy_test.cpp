@@ -42,9 +42,13 @@ TEST_CASE("a streaming copy lands every byte and nothing beside them, whatever t
       for (std::size_t to_at : {0, 5, 33, 63}) check_copy(stream_copy, n, from_at, to_at);
 }
 
-TEST_CASE("copy_bytes lands every byte on both sides of the streaming threshold") {
+TEST_CASE("copy_bytes lands every byte on both sides of the streaming threshold, alone or as part of a larger call") {
   const std::size_t t = stream_threshold();
-  for (std::size_t n : {t - 1, t, t + 1, t + 4096 + 3}) check_copy(copy_bytes, n, 3, 29);
+  auto alone = [](void* to, const void* from, std::size_t n) { copy_bytes(to, from, n); };
+  for (std::size_t n : {t - 1, t, t + 1, t + 4096 + 3}) check_copy(alone, n, 3, 29);
+  // A copy below the threshold whose call lands more than it in all streams (all_to_all's chunks).
+  auto part = [t](void* to, const void* from, std::size_t n) { copy_bytes(to, from, n, t); };
+  for (std::size_t n : {std::size_t{1000}, t / 4 + 5}) check_copy(part, n, 7, 1);
 }
 
 TEST_CASE("the streaming threshold is half of one core's L2, within 256 KiB and 4 MiB") {
