@@ -55,19 +55,19 @@ AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
   AttentionArgs a;
   ProblemOptions mask_flags;  // --docs, --window: the shared table's rows (one device: no --pad-docs, no sharding)
   mask_flags.seed = 0;
-  desc.add_options()                                                                                       //
-      ("batch", size_value("batch", &B)->default_value("1"), "batch size B (K, M, G, T: powers of 1024)")    //
-      ("seq", size_value("seq", &S)->default_value("512"), "sequence length S (K, M, G, T: powers of 1024)")  //
-      ("heads", size_value("heads", &N)->default_value("8"), "query heads Nq (K, M, G, T: powers of 1024)")  //
-      ("kv-heads", size_value("kv-heads", &K), "key/value heads Nkv (default: Nq); Nq % Nkv == 0")            //
-      ("head-dim", size_value("head-dim", &D)->default_value("64"), "head dimension D (K, M, G, T: powers of 1024)")  //
-      ("dtype", po::value(&dtype)->default_value("f32"), "f32 or f64")                                     //
-      ("causal", po::bool_switch(&causal), "causal mask: key visible iff key <= query (default)")          //
-      ("full", po::bool_switch(&full), "no mask: every key visible")                                       //
-      ("check", po::bool_switch(&a.check), "compare with the f64 reference; exit 1 when a tensor is off")  //
-      ("json", po::bool_switch(&a.json), "print one JSON object")                                          //
-      ("seed", po::value(&a.seed)->default_value(0), "seed of the normal inputs")                          //
-      ("tile", po::value(&a.tile)->default_value(CpuDevice::kDefaultTile), "rows per query and key tile")  //
+  desc.add_options()                                                                                        //
+      ("batch", size_value("batch", &B)->default_value("1"), size_help("batch size B").c_str())             //
+      ("seq", size_value("seq", &S)->default_value("512"), size_help("sequence length S").c_str())          //
+      ("heads", size_value("heads", &N)->default_value("8"), size_help("query heads Nq").c_str())           //
+      ("kv-heads", size_value("kv-heads", &K), "key/value heads Nkv (default: Nq); Nq % Nkv == 0")          //
+      ("head-dim", size_value("head-dim", &D)->default_value("64"), size_help("head dimension D").c_str())  //
+      ("dtype", po::value(&dtype)->default_value("f32"), "f32 or f64")                                      //
+      ("causal", po::bool_switch(&causal), "causal mask: key visible iff key <= query (default)")           //
+      ("full", po::bool_switch(&full), "no mask: every key visible")                                        //
+      ("check", po::bool_switch(&a.check), "compare with the f64 reference; exit 1 when a tensor is off")   //
+      ("json", po::bool_switch(&a.json), "print one JSON object")                                           //
+      ("seed", po::value(&a.seed)->default_value(0), "seed of the normal inputs")                           //
+      ("tile", po::value(&a.tile)->default_value(CpuDevice::kDefaultTile), "rows per query and key tile")   //
       ("memory-limit", po::value(&memory_limit)->value_name("BYTES"),
        "the most memory the attention may hold (K, M, G, T); default: what this machine has left");
   add_problem_options(desc, mask_flags, kFlagDocs | kFlagWindow);

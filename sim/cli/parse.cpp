@@ -167,6 +167,10 @@ po::typed_value<std::string>* size_value(const std::string& flag, std::int64_t* 
   });
 }
 
+std::string size_help(const std::string& text) {
+  return text + " (K, M, G, T: powers of 1024)";
+}
+
 std::chrono::milliseconds parse_timeout(const std::string& flag, double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", seconds);

@@ -44,6 +44,8 @@ std::int64_t parse_size64(const std::string& flag, const std::string& text);
 // The value of a size flag --`flag` (--seq 4K): held as text by the parser, turned into *value by parse_size64 when
 // the command line is notified, so a wrong one is one UsageError line naming the flag.
 po::typed_value<std::string>* size_value(const std::string& flag, std::int64_t* value);
+// A size flag's help: `text` and the suffixes the flag takes.
+std::string size_help(const std::string& text);
 
 // Seconds as a wait timeout: finite, at least a millisecond and at most kMaxTimeoutSeconds ("--timeout 1e300 is too
 // large (at most 1000000 s)").

@@ -16,7 +16,7 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
     if (!(flags & f)) return;
     const std::string flag = std::string(name).substr(0, std::string(name).find(','));
     desc.add_options()(name, size_value(flag, value)->default_value(std::to_string(*value)),
-                       (help + " (K, M, G, T: powers of 1024)").c_str());
+                       size_help(help).c_str());
   };
   add(kFlagStrategy, "strategy", &o.strategy, "all_gather | ulysses | ring | hybrid");
   add(kFlagSharding, "sharding", &o.sharding,

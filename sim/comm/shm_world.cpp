@@ -64,6 +64,10 @@ std::size_t heap_start(int ranks, std::size_t arena) {
 
 }  // namespace
 
+std::size_t ShmWorld::heap_offset(int ranks, std::size_t arena) {
+  return heap_start(ranks, arena);
+}
+
 std::size_t ShmWorld::bytes_needed(int ranks, std::size_t arena) {
   return heap_start(ranks, arena) + arena * static_cast<std::size_t>(ranks);
 }

@@ -109,9 +109,7 @@ class ShmWorld {
   static std::size_t bytes_needed(int ranks, std::size_t arena = 0);
   static std::size_t slots_per_ring(int ranks, std::size_t arena);
   // Where the heap starts: the bytes before it are the launcher's to back with pages (ShmSegment::populate).
-  static std::size_t heap_offset(int ranks, std::size_t arena) {
-    return bytes_needed(ranks, arena) - arena * static_cast<std::size_t>(ranks);
-  }
+  static std::size_t heap_offset(int ranks, std::size_t arena);
   ShmWorld(void* base, int ranks, std::size_t arena, bool init);
 
   int ranks() const { return ranks_; }

@@ -174,8 +174,9 @@ struct State {
   Few<Pending, 4> pending;        // posted, not yet waited for (a handful: the strategies wait as they go)
   Few<std::pair<int, std::int64_t>, 2> calls;  // per context: the collectives called on it so far
   double tx_free = 0, rx_free = 0;  // this rank's NVLink ports: when the outgoing / incoming one is free
-  // The timeline's sums, kept here beside the rest of the rank's state and copied into it at the end.
-  double forward_end_us = 0, compute_us = 0, memory_us = 0, overhead_us = 0, blocked_us = 0;
+  // The timeline's sums, kept here beside the rest of the rank's state (the replay touches them at every op) and
+  // copied into its RankTimeline at the end.
+  TimelineSums sums;
   Few<Flight, 4> flights;           // transfers in flight (contention)
 
   Pending* find(int request) {
@@ -235,7 +236,7 @@ class Engine {
     run_.ranks.reserve(C);
     for (std::size_t r = 0; r < C; ++r) {
       state_.emplace_back(replays_[r]);
-      run_.ranks.push_back(RankTimeline{0, 0, 0, 0, 0, 0, Recorder(static_cast<int>(r), opt.tracing)});
+      run_.ranks.push_back(RankTimeline{{}, Recorder(static_cast<int>(r), opt.tracing)});
       run_.ranks.back().trace.set_timed(false);
     }
   }
@@ -260,11 +261,7 @@ class Engine {
     for (std::size_t r = 0; r < state_.size(); ++r) {
       const State& s = state_[r];
       RankTimeline& t = run_.ranks[r];
-      t.forward_end_us = s.forward_end_us;
-      t.compute_us = s.compute_us;
-      t.memory_us = s.memory_us;
-      t.overhead_us = s.overhead_us;
-      t.blocked_us = s.blocked_us;
+      static_cast<TimelineSums&>(t) = s.sums;
       t.end_us = s.t;
       run_.forward_us = std::max(run_.forward_us, t.forward_end_us);
       run_.total_us = std::max(run_.total_us, s.t);
@@ -297,12 +294,12 @@ class Engine {
           w.flops = a.flops;
           rec.work(w, a.block, a.q_spans, a.k_spans, s.t, d, a.backward ? "attention_backward" : "attention_forward");
         }
-        st(r).compute_us += d;
+        st(r).sums.compute_us += d;
         s.t += d;
         if (const double add = op.add_us; add > 0) {  // the stack sums this block's gradients itself
           const double a = contended(r, add, false);
           if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, a, "add");
-          st(r).memory_us += a;
+          st(r).sums.memory_us += a;
           s.t += a;
         }
         break;
@@ -310,7 +307,7 @@ class Engine {
       case OpKind::memory: {
         const double d = contended(r, op.us, false);
         if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, d, op.op->name.c_str());
-        st(r).memory_us += d;
+        st(r).sums.memory_us += d;
         s.t += d;
         break;
       }
@@ -325,7 +322,7 @@ class Engine {
           at(rec, s.t);
           rec.end_phase();
         }
-        if (op.forward_end) st(r).forward_end_us = s.t;
+        if (op.forward_end) st(r).sums.forward_end_us = s.t;
         break;
       case OpKind::step:
         if (tracing_) {
@@ -334,7 +331,7 @@ class Engine {
         }
         if (m_.step_us > 0) {
           if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, m_.step_us, "step");
-          st(r).overhead_us += m_.step_us;
+          st(r).sums.overhead_us += m_.step_us;
           s.t += m_.step_us;
         }
         break;
@@ -376,7 +373,7 @@ class Engine {
     State& s = st(r);
     const double until = std::max(s.t, t);
     if (tracing_) tl(r).trace.wait(what, peer, s.t, until - s.t);
-    st(r).blocked_us += until - s.t;
+    st(r).sums.blocked_us += until - s.t;
     s.t = until;
   }
 

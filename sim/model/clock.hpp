@@ -30,15 +30,19 @@
 
 namespace cpsim::model {
 
-struct RankTimeline {
+// A rank's modeled times.
+struct TimelineSums {
   double forward_end_us = 0;  // when this rank's forward phase ended
   double end_us = 0;          // when its last op ended (forward + backward)
   double compute_us = 0;      // busy on attention
   double memory_us = 0;       // busy on copy / add / merge / fill (and gradient sums outside the kernel)
   double overhead_us = 0;     // fixed costs per strategy step (framework.step_us)
   double blocked_us = 0;      // in waits and collectives: communication not hidden behind compute
-  Recorder trace;             // with tracing: the modeled timeline, the TraceEvents a measured run records, on
-                              // modeled time (and its counters); empty otherwise
+};
+
+struct RankTimeline : TimelineSums {
+  Recorder trace;  // with tracing: the modeled timeline, the TraceEvents a measured run records, on modeled time
+                   // (and its counters); empty otherwise
 };
 
 struct ModeledRun {
