@@ -142,12 +142,16 @@ std::string sweep(Op op, Communicator& comm, const std::vector<std::size_t>& siz
     const std::int64_t bad = wrong(op, b, r, c, n);
     // Warm-up calls, timed: every rank takes the slowest rank's time per call, so that all make the same calls.
     const int warm = std::min(iterations(size), 5);
+    // The warm-up starts together: the calls above also waited for ranks still setting up (a peer backing its
+    // arena, first touching its buffers), and a warm-up that slow would leave the row three calls per run.
+    comm.barrier();
     const auto w0 = Clock::now();
     for (int i = 0; i < warm; ++i) call(op, comm, b, n);
     const double mine = std::chrono::duration<double, std::micro>(Clock::now() - w0).count() / warm;
     double slowest = mine;
     comm.all_reduce(&mine, &slowest, 1, DType::f64, ReduceOp::max);
     const int iters = static_cast<int>(std::clamp(kRunUs / std::max(slowest, 1e-3), 3.0, double(iterations(size))));
+    out.put(static_cast<std::int64_t>(iters));
     // Best of kRuns: each run's time is the slowest rank's, so every rank reports every run.
     for (int run = 0; run < kRuns; ++run) {
       comm.barrier();
@@ -158,6 +162,24 @@ std::string sweep(Op op, Communicator& comm, const std::vector<std::size_t>& siz
     out.put(bad);
   }
   return out.take();
+}
+
+// One size's figures from every rank's sweep output, read in order: the best of the kRuns runs, each as long as
+// its slowest rank; the wrong elements of all ranks; the calls each run made (the same on every rank).
+struct SizeFigures {
+  double us = 0;
+  std::int64_t wrong = 0, calls = 0;
+};
+SizeFigures read_size(std::vector<ByteReader>& readers) {
+  SizeFigures f;
+  std::vector<double> slowest(kRuns, 0);
+  for (auto& in : readers) {
+    f.calls = in.get<std::int64_t>();
+    for (double& t : slowest) t = std::max(t, in.get<double>());  // a run lasts as long as its slowest rank
+    f.wrong += in.get<std::int64_t>();
+  }
+  f.us = *std::min_element(slowest.begin(), slowest.end());
+  return f;
 }
 
 // The heap each rank needs for a sweep up to `largest` (processes: LaunchOptions::heap_bytes): its send and receive
@@ -259,7 +281,7 @@ double two_thread_copy_us(std::size_t chunk, int copies) {
 struct Row {
   std::size_t size = 0, chunk_bytes = 0;
   double us = 0, algbw = 0, busbw = 0, memcpy = 0;
-  std::int64_t wrong = 0;
+  std::int64_t wrong = 0, calls = 0;
 };
 
 std::string human(std::size_t bytes) {
@@ -276,7 +298,7 @@ std::string human(std::size_t bytes) {
 
 struct Cell {
   double us = 0, busbw = 0;
-  std::int64_t wrong = 0;
+  std::int64_t wrong = 0, calls = 0;
 };
 
 // Per size, backend b's cell; empty in the processes of an MPI job other than rank 0.
@@ -293,13 +315,11 @@ std::vector<Cell> measure(Backend b, Op op, int ranks, const std::vector<std::si
   std::vector<Cell> cells;
   if (readers.empty()) return cells;
   for (std::size_t size : sizes) {
+    const SizeFigures f = read_size(readers);
     Cell cell;
-    std::vector<double> slowest(kRuns, 0);
-    for (auto& in : readers) {
-      for (double& t : slowest) t = std::max(t, in.get<double>());  // a run lasts as long as its slowest rank
-      cell.wrong += in.get<std::int64_t>();
-    }
-    cell.us = *std::min_element(slowest.begin(), slowest.end());
+    cell.us = f.us;
+    cell.wrong = f.wrong;
+    cell.calls = f.calls;
     cell.busbw = static_cast<double>(size) / (cell.us * 1e-6) / 1e9 * bus_factor(op, ranks);
     cells.push_back(cell);
   }
@@ -416,7 +436,8 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
         for (std::size_t b = 0; b < backends.size(); ++b) {
           const Cell& c = cells[k][b][i];
           j.key(std::string(backend_name(backends[b]))).begin_object().key("time_us").value(c.us);
-          j.key("busbw_gbps").value(c.busbw).key("wrong").value(c.wrong).end_object();
+          j.key("busbw_gbps").value(c.busbw).key("wrong").value(c.wrong).key("calls_per_run").value(c.calls);
+          j.end_object();
         }
         j.end_object();
       }
@@ -556,13 +577,10 @@ int bench_comm(const std::vector<std::string>& args) {
     std::vector<ByteReader> readers;
     for (const auto& o : outcomes) readers.emplace_back(o.result);
     for (auto& row : rows) {
-      row.us = 1e300;
-      std::vector<double> slowest(kRuns, 0);
-      for (auto& in : readers) {
-        for (double& t : slowest) t = std::max(t, in.get<double>());  // a run lasts as long as its slowest rank
-        row.wrong += in.get<std::int64_t>();
-      }
-      for (double t : slowest) row.us = std::min(row.us, t);
+      const SizeFigures f = read_size(readers);
+      row.us = f.us;
+      row.wrong = f.wrong;
+      row.calls = f.calls;
     }
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       Row& row = rows[i];
@@ -593,6 +611,7 @@ int bench_comm(const std::vector<std::string>& args) {
         j.key("count").value(static_cast<std::int64_t>(row.size / 4)).key("type").value("float");
         j.key("chunk_bytes").value(static_cast<std::int64_t>(row.chunk_bytes)).key("time_us").value(row.us);
         j.key("algbw_gbps").value(row.algbw).key("busbw_gbps").value(row.busbw).key("wrong").value(row.wrong);
+        j.key("calls_per_run").value(row.calls);
         j.key("memcpy_gbps").value(row.memcpy).key("busbw_over_memcpy").value(row.busbw / row.memcpy);
         j.end_object();
       }

@@ -4,6 +4,7 @@
 #include <deque>
 #include <thread>
 
+#include "sim/comm/adaptive_mutex.hpp"
 #include "sim/comm/threads_backend.hpp"
 #include "sim/comm/wait_policy.hpp"
 
@@ -43,7 +44,7 @@ struct Parcel {
 };
 
 struct Mailbox {
-  std::mutex m;
+  AdaptiveMutex m;  // held for a match or an eager copy: polled briefly before sleeping (adaptive_mutex.hpp)
   std::deque<Parcel> arrived;                    // in arrival order
   std::vector<std::shared_ptr<RecvOp>> posted;   // in posting order
   std::vector<std::shared_ptr<RecvOp>> matched;  // posted receives a large send has come to: this rank copies them

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "run_cli.hpp"
 
@@ -30,6 +32,21 @@ int rows_with_none_wrong(const std::string& out, int wrong_col) {
   return rows;
 }
 
+// Every number that follows `key` (e.g. "\"calls_per_run\":") in a JSON text.
+std::vector<long> values_after(const std::string& s, const std::string& key) {
+  std::vector<long> out;
+  for (std::size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + 1))
+    out.push_back(std::stol(s.substr(at + key.size())));
+  return out;
+}
+
+// Each row's timed runs made from 3 to 1000 calls (bench_comm.cpp: iterations, kRunUs).
+void check_calls_per_run(const std::string& json, std::size_t rows) {
+  const auto calls = values_after(json, "\"calls_per_run\":");
+  CHECK(calls.size() == rows);
+  for (long n : calls) CHECK((n >= 3 && n <= 1000));
+}
+
 }  // namespace
 
 TEST_CASE("bench comm on one backend prints its tables, how memcpy was measured, and the latency goal") {
@@ -52,7 +69,7 @@ TEST_CASE("bench comm without the 1 KiB row says the latency goal is not in the 
   CHECK(count(r.out, "# goal: ring sendrecv at 1K <= 10 us: 1K is not in this sweep") == 1);
 }
 
-TEST_CASE("bench comm --json carries each row and the latency goal") {
+TEST_CASE("bench comm --json carries each row, the calls each of its runs made, and the latency goal") {
   const auto r = run_cli("bench comm --backend threads --ranks 2 --minbytes 1K --maxbytes 32K --stepfactor 32 --json",
                          "bench_comm_json");
   REQUIRE(r.rc == 0);
@@ -61,6 +78,7 @@ TEST_CASE("bench comm --json carries each row and the latency goal") {
   CHECK(count(r.out, "\"sendrecv_1KiB_us\":") == 1);
   CHECK(count(r.out, "\"sendrecv_1KiB_goal_us\":5") == 1);
   CHECK(count(r.out, "ceiling") == 0);
+  check_calls_per_run(r.out, 8);
 }
 
 TEST_CASE("bench comm side by side evaluates the goals its backends allow, and says which it cannot") {
@@ -99,6 +117,7 @@ TEST_CASE("bench comm side by side --json lists each evaluated goal with its low
   CHECK(count(r.out, "x mpi") == 0);  // not measured: not listed
   CHECK(count(r.out, "\"copy_bound\":[{") == 1);
   CHECK(count(r.out, "\"busbw_gbps\":") == 2 * 8 + 3);  // two backends' 8 rows, and the 3 bounds
+  check_calls_per_run(r.out, 2 * 8);
 }
 
 TEST_CASE("bench comm refuses a sweep its --memory-limit cannot hold before allocating, with a --maxbytes that fits") {
