@@ -2,8 +2,8 @@
 """`cpsim bench comm` of several binaries (or settings), taking turns (docs/performance/comm.md).
 
 Runs `cpsim bench comm --backend B --ranks 4 --minbytes LO --maxbytes HI --stepfactor F --json` with each given
-binary in turn, ROUNDS times, so that the binaries compared are measured alternately under the same load, and
-prints, per operation and size, each binary's time per call in us: the lowest and the median of its rounds (each
+binary in turn, ROUNDS times, so that the binaries compared are measured alternately under the same load (each
+round starting with the next binary, so that each runs first equally often), and prints, per operation and size, each binary's time per call in us: the lowest and the median of its rounds (each
 round's figure is already the slowest rank's mean, best of 3 runs). A binary may be given as NAME=PATH to label it,
 and as PATH@ring or PATH@direct to impose that form of the collectives on its runs (--collectives: on every run).
 
@@ -51,10 +51,12 @@ def main():
     named = [b.split("=", 1) if "=" in b else (b, b) for b in a.binaries]
     before = load()
     runs = {name: [] for name, _ in named}
-    for _ in range(a.rounds):
-        for name, path in named:
+    # Round r starts with binary r mod N: whichever runs first in a round tends to read lower (docs/performance/
+    # comm.md, "The mailbox lock"), so each takes that place equally often.
+    for r in range(a.rounds):
+        for name, path in named[r % len(named):] + named[:r % len(named)]:
             runs[name].append(one_run(path, a))
-    print(f"# {a.backend}, {a.ranks} ranks, {a.rounds} rounds alternating"
+    print(f"# {a.backend}, {a.ranks} ranks, {a.rounds} rounds alternating, each round starting with the next binary"
           f"{', --collectives ' + a.collectives if a.collectives else ''}; load average before: {before}, after: {load()}")
     print("# time per call (us), lowest / median of the rounds")
     print(f"{'op':15s} {'size':>8s} " + " ".join(f"{name:>21s}" for name, _ in named))

@@ -40,8 +40,11 @@ def main():
     a = ap.parse_args()
     before = load()
     runs = {b: [] for b in a.binaries}
-    for _ in range(a.rounds):
-        for b in a.binaries:
+    # Round r starts with binary r mod N, so that each runs first equally often (the first of a round tends to
+    # read lower: docs/performance/comm.md, "The mailbox lock").
+    for r in range(a.rounds):
+        k = r % len(a.binaries)
+        for b in a.binaries[k:] + a.binaries[:k]:
             runs[b].append(one_run(b, a.backend))
     print(f"# {a.backend}, {a.rounds} rounds alternating; load average before: {before}, after: {load()}")
     for b, rs in runs.items():
