@@ -143,7 +143,7 @@ std::string sweep(Op op, Communicator& comm, const std::vector<std::size_t>& siz
     // Warm-up calls, timed: every rank takes the slowest rank's time per call, so that all make the same calls.
     const int warm = std::min(iterations(size), 5);
     // The warm-up starts together: the calls above also waited for ranks still setting up (a peer backing its
-    // arena, first touching its buffers), and a warm-up that slow would leave the row three calls per run.
+    // arena, first touching its buffers), and a warm-up that slow would leave the row a few calls per run (down to 3).
     comm.barrier();
     const auto w0 = Clock::now();
     for (int i = 0; i < warm; ++i) call(op, comm, b, n);
@@ -278,10 +278,9 @@ double two_thread_copy_us(std::size_t chunk, int copies) {
   return std::min(std::max(best[0][0], best[0][1]), std::max(best[1][0], best[1][1]));
 }
 
-struct Row {
+struct Row : SizeFigures {
   std::size_t size = 0, chunk_bytes = 0;
-  double us = 0, algbw = 0, busbw = 0, memcpy = 0;
-  std::int64_t wrong = 0, calls = 0;
+  double algbw = 0, busbw = 0, memcpy = 0;
 };
 
 std::string human(std::size_t bytes) {
@@ -296,9 +295,8 @@ std::string human(std::size_t bytes) {
 // machine to itself. memcpy is not measured here (the single-backend tables have it). The goals follow the
 // tables (bench_comm_goals.hpp).
 
-struct Cell {
-  double us = 0, busbw = 0;
-  std::int64_t wrong = 0, calls = 0;
+struct Cell : SizeFigures {
+  double busbw = 0;
 };
 
 // Per size, backend b's cell; empty in the processes of an MPI job other than rank 0.
@@ -315,11 +313,8 @@ std::vector<Cell> measure(Backend b, Op op, int ranks, const std::vector<std::si
   std::vector<Cell> cells;
   if (readers.empty()) return cells;
   for (std::size_t size : sizes) {
-    const SizeFigures f = read_size(readers);
     Cell cell;
-    cell.us = f.us;
-    cell.wrong = f.wrong;
-    cell.calls = f.calls;
+    static_cast<SizeFigures&>(cell) = read_size(readers);
     cell.busbw = static_cast<double>(size) / (cell.us * 1e-6) / 1e9 * bus_factor(op, ranks);
     cells.push_back(cell);
   }
@@ -576,12 +571,7 @@ int bench_comm(const std::vector<std::string>& args) {
     std::vector<Row> rows(sizes.size());
     std::vector<ByteReader> readers;
     for (const auto& o : outcomes) readers.emplace_back(o.result);
-    for (auto& row : rows) {
-      const SizeFigures f = read_size(readers);
-      row.us = f.us;
-      row.wrong = f.wrong;
-      row.calls = f.calls;
-    }
+    for (auto& row : rows) static_cast<SizeFigures&>(row) = read_size(readers);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       Row& row = rows[i];
       row.size = sizes[i];
