@@ -5,6 +5,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "sim/core/bf16.hpp"
+
 namespace cpsim {
 
 std::uint64_t splitmix64(std::uint64_t x) {
@@ -23,9 +25,22 @@ std::uint64_t stream_key(std::uint64_t seed, std::uint64_t stream) {
   return splitmix64(splitmix64(seed) ^ stream);
 }
 
+// The loops of rounded_normals vectorise on AVX2 (x86-64-v3) as on AVX-512 because the code below avoids two things
+// only AVX-512 gives a vector form: converting a 64-bit integer to a double, and (in GCC) a select between two
+// computed doubles, which it keeps as a branch without AVX-512's masked operations. Integers become doubles by their
+// bits (exact_double), and values are chosen by selects of constants or by their bits. The values are the same.
+
+// x as a double, exactly, for x <= 2^53 (x = 2^32 hi + lo): 2^84 + 2^32 hi and 2^52 + lo are the doubles whose bits
+// are those of 2^84 and 2^52 with hi and lo in the mantissa, so each subtraction is exact, and so is the sum.
+[[gnu::always_inline]] inline double exact_double(std::uint64_t x) {
+  const double hi = std::bit_cast<double>(0x4530000000000000ULL | (x >> 32)) - 0x1.0p84;
+  const double lo = std::bit_cast<double>(0x4330000000000000ULL | (x & 0xffffffffULL)) - 0x1.0p52;
+  return hi + lo;
+}
+
 // The top 53 bits as an integer in [0, 2^53), shifted to (0, 2^53] and scaled: (0, 1].
-double to_uniform(std::uint64_t bits) {
-  return static_cast<double>((bits >> 11) + 1) * 0x1.0p-53;
+[[gnu::always_inline]] inline double to_uniform(std::uint64_t bits) {
+  return exact_double((bits >> 11) + 1) * 0x1.0p-53;
 }
 
 // The one formula of a sample (normal_at and the exact path of rounded_normals both call it).
@@ -48,12 +63,16 @@ template <class... C>
 // m - 1 is exact (Sterbenz), so s carries two roundings; e ln 2 and the series do not cancel (|e ln 2| >= 2 |2 atanh s|
 // when e != 0).
 [[gnu::always_inline]] inline double poly_log(double u) {
+  constexpr std::uint64_t kFraction = 0x000fffffffffffffULL;
   const auto bits = std::bit_cast<std::uint64_t>(u);
-  double e = static_cast<double>(static_cast<std::int64_t>(bits >> 52) - 1023);
-  double m = std::bit_cast<double>((bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL);  // [1, 2)
-  const bool high = m > std::numbers::sqrt2;
-  m = high ? m * 0.5 : m;
-  e = high ? e + 1.0 : e;
+  const auto fraction = static_cast<std::int64_t>(bits & kFraction);
+  // 1.f > sqrt 2 exactly when f's bits are greater (one exponent); m = 1.f, or 1.f / 2 (its exponent one lower).
+  // The biased exponent (< 2^11) becomes a double by its bits, exactly, as in exact_double.
+  const bool high = fraction > static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(std::numbers::sqrt2) & kFraction);
+  const double m = std::bit_cast<double>(static_cast<std::uint64_t>(fraction) |
+                                         (high ? 0x3fe0000000000000ULL : 0x3ff0000000000000ULL));
+  const double biased = std::bit_cast<double>((bits >> 52) | 0x4330000000000000ULL) - 0x1.0p52;
+  const double e = biased - (high ? 1022.0 : 1023.0);
   const double s = (m - 1.0) / (m + 1.0), z = s * s;
   const double p = horner(z, 2.0 / 19, 2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11, 2.0 / 9, 2.0 / 7, 2.0 / 5, 2.0 / 3, 2.0);
   return e * 6.93147180369123816490e-01 + (s * p + e * 1.90821492927058770002e-10);
@@ -67,8 +86,9 @@ template <class... C>
 [[gnu::always_inline]] inline double poly_cos(double x) {
   const double shifted = x * (2.0 / std::numbers::pi) + 0x1.8p52;  // its low bits are k
   const double k = shifted - 0x1.8p52;
-  const auto quadrant = std::bit_cast<std::uint64_t>(shifted) & 3;
-  const double y = ((x - k * 1.57079632673412561417e+00) - k * 6.07710050630396597660e-11) - k * 2.02226624871116645580e-21;
+  const auto low = std::bit_cast<std::uint64_t>(shifted);  // k mod 4 in its two lowest bits
+  const double y =
+      ((x - k * 1.57079632673412561417e+00) - k * 6.07710050630396597660e-11) - k * 2.02226624871116645580e-21;
   const double z = y * y;
   // 1 - y^2/2! + ... + y^18/18!  and  y - y^3/3! + ... - y^19/19!
   const double c = 1.0 - z * horner(z, 1 / 6402373705728000.0, -1 / 20922789888000.0, 1 / 87178291200.0,
@@ -76,8 +96,12 @@ template <class... C>
   const double s = y + y * z * horner(z, -1 / 121645100408832000.0, 1 / 355687428096000.0, -1 / 1307674368000.0,
                                       1 / 6227020800.0, -1 / 39916800.0, 1 / 362880.0, -1 / 5040.0, 1 / 120.0,
                                       -1 / 6.0);
-  const double r = (quadrant & 1) != 0 ? s : c;
-  return quadrant == 1 || quadrant == 2 ? -r : r;
+  // Chosen and negated by their bits: s where k is odd, c where it is even; the sign flipped where k mod 4 is 1 or 2,
+  // which is where bit 1 of k + 1 is set.
+  const std::uint64_t odd = 0 - (low & 1);
+  const std::uint64_t sign = ((low + 1) & 2) << 62;
+  return std::bit_cast<double>(((std::bit_cast<std::uint64_t>(s) & odd) | (std::bit_cast<std::uint64_t>(c) & ~odd)) ^
+                               sign);
 }
 
 // How far the approximation may be from libm's value, relative: the two polynomials' errors (above), libm's log and
@@ -85,11 +109,11 @@ template <class... C>
 // 2^-42 leaves a factor of 32.
 constexpr double kMargin = 0x1.0p-42;
 
-// round_to_dtype for f32 and bf16, inline so that the f32 loop vectorises.
+// round_to_dtype for f32 and bf16, inline so that the loops vectorise.
 template <DType T>
 double round_to(double x) {
   if constexpr (T == DType::f32) return static_cast<float>(x);
-  return round_to_dtype(x, T);
+  return round_to_bf16(x);
 }
 
 // Same bits (a rounding that lands on -0 and +0 is two values).
@@ -105,7 +129,8 @@ template <DType T>
 void round_block(const double* u1, const double* u2, std::size_t n, double* out) {
   double approx[kBlock];
   bool exact[kBlock];
-  for (std::size_t i = 0; i < n; ++i) approx[i] = std::sqrt(-2.0 * poly_log(u1[i])) * poly_cos(2.0 * std::numbers::pi * u2[i]);
+  for (std::size_t i = 0; i < n; ++i)
+    approx[i] = std::sqrt(-2.0 * poly_log(u1[i])) * poly_cos(2.0 * std::numbers::pi * u2[i]);
   for (std::size_t i = 0; i < n; ++i) {
     const double margin = std::abs(approx[i]) * kMargin;
     const double lo = round_to<T>(approx[i] - margin), hi = round_to<T>(approx[i] + margin);

@@ -7,15 +7,11 @@
 
 #include "run_cli.hpp"
 
+using cpsim::test::count;
 using cpsim::test::run_cli;
+using cpsim::test::values_after;
 
 namespace {
-
-int count(const std::string& s, const std::string& what) {
-  int n = 0;
-  for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-  return n;
-}
 
 // Data rows (lines not starting with '#'), each checked to report #wrong 0 in column `wrong_col` (1-based).
 int rows_with_none_wrong(const std::string& out, int wrong_col) {
@@ -32,19 +28,11 @@ int rows_with_none_wrong(const std::string& out, int wrong_col) {
   return rows;
 }
 
-// Every number that follows `key` (e.g. "\"calls_per_run\":") in a JSON text.
-std::vector<long> values_after(const std::string& s, const std::string& key) {
-  std::vector<long> out;
-  for (std::size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + 1))
-    out.push_back(std::stol(s.substr(at + key.size())));
-  return out;
-}
-
 // Each row's timed runs made from 3 to 1000 calls (bench_comm.cpp: iterations, kRunUs).
 void check_calls_per_run(const std::string& json, std::size_t rows) {
   const auto calls = values_after(json, "\"calls_per_run\":");
   CHECK(calls.size() == rows);
-  for (long n : calls) CHECK((n >= 3 && n <= 1000));
+  for (double n : calls) CHECK((n >= 3 && n <= 1000));
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ TEST_SUITE("slow") {
 
     const std::vector<std::vector<std::string>> commands{
         {"run"},       {"attention"},           {"layout"},        {"predict"},           {"plan"}, {"judge"},
-        {"calibrate"}, {"bench", "strategies"}, {"bench", "comm"}, {"bench", "attention"}};
+        {"calibrate"}, {"bench", "strategies"}, {"bench", "comm"}, {"bench", "attention"}, {"bench", "inputs"}};
     int accepted = 0, refused = 0;
     for (const auto& command : commands) {
       const auto flags = flags_of(command, dir);
@@ -130,6 +130,7 @@ TEST_SUITE("slow") {
             : command.back() == "strategies"                 ? std::vector<std::string>{"--seqs", "64", "--reps", "1"}
             : command.back() == "comm"                       ? std::vector<std::string>{"--maxbytes", "4K"}
             : command.back() == "attention" ? std::vector<std::string>{"--seq", "64", "--head-dim", "16"}
+            : command.back() == "inputs"    ? std::vector<std::string>{"--samples", "1000"}
                                             : std::vector<std::string>{};
         argv.insert(argv.end(), small.begin(), small.end());
         const std::size_t n = 1 + pick(3);

@@ -94,6 +94,7 @@ TEST_CASE("every \"use --X\" a program prints names a flag of that program") {
       {{cpsim, "plan"}, {{"--top", "0"}}},
       {{cpsim, "bench", "comm"}, {{"--ranks", "1"}}},
       {{cpsim, "bench", "attention"}, {{"--dtype", "bf16"}}},
+      {{cpsim, "bench", "inputs"}, {{"--samples", "0"}}},
       {{lessons + "lesson_01_sequence_split"}, {{"--ranks", "0"}}},
       {{lessons + "lesson_02_ulysses"}, {{"--ranks", "3"}}},
       {{lessons + "lesson_03_ring"}, {{"--ranks", "3", "--seq", "64"}}},

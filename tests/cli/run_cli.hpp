@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace cpsim::test {
 
@@ -39,6 +40,21 @@ inline int count_lines(const std::string& s) {
   int n = 0;
   for (char c : s) n += c == '\n';
   return n;
+}
+
+// How often `what` occurs in s.
+inline int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Every number that follows `key` (e.g. "\"calls_per_run\":") in a JSON text.
+inline std::vector<double> values_after(const std::string& s, const std::string& key) {
+  std::vector<double> out;
+  for (std::size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + 1))
+    out.push_back(std::stod(s.substr(at + key.size())));
+  return out;
 }
 
 }  // namespace cpsim::test
