@@ -28,14 +28,20 @@ std::uint64_t stream_key(std::uint64_t seed, std::uint64_t stream) {
 // The loops of rounded_normals vectorise on AVX2 (x86-64-v3) as on AVX-512 because the code below avoids two things
 // only AVX-512 gives a vector form: converting a 64-bit integer to a double, and (in GCC) a select between two
 // computed doubles, which it keeps as a branch without AVX-512's masked operations. Integers become doubles by their
-// bits (exact_double), and values are chosen by selects of constants or by their bits. The values are the same.
+// bits (small_double, exact_double), and values are chosen by selects of constants or by their bits. The values are
+// the same.
 
-// x as a double, exactly, for x <= 2^53 (x = 2^32 hi + lo): 2^84 + 2^32 hi and 2^52 + lo are the doubles whose bits
-// are those of 2^84 and 2^52 with hi and lo in the mantissa, so each subtraction is exact, and so is the sum.
+// x as a double, exactly, for x < 2^52: 2^52 + x is the double whose bits are those of 2^52 with x in the mantissa,
+// so the subtraction is exact.
+[[gnu::always_inline]] inline double small_double(std::uint64_t x) {
+  return std::bit_cast<double>(0x4330000000000000ULL | x) - 0x1.0p52;
+}
+
+// x as a double, exactly, for x <= 2^53 (x = 2^32 hi + lo): 2^84 + 2^32 hi likewise (2^84 with hi in the mantissa's
+// upper part), and the sum of the two exact parts is exact.
 [[gnu::always_inline]] inline double exact_double(std::uint64_t x) {
   const double hi = std::bit_cast<double>(0x4530000000000000ULL | (x >> 32)) - 0x1.0p84;
-  const double lo = std::bit_cast<double>(0x4330000000000000ULL | (x & 0xffffffffULL)) - 0x1.0p52;
-  return hi + lo;
+  return hi + small_double(x & 0xffffffffULL);
 }
 
 // The top 53 bits as an integer in [0, 2^53), shifted to (0, 2^53] and scaled: (0, 1].
@@ -67,12 +73,10 @@ template <class... C>
   const auto bits = std::bit_cast<std::uint64_t>(u);
   const auto fraction = static_cast<std::int64_t>(bits & kFraction);
   // 1.f > sqrt 2 exactly when f's bits are greater (one exponent); m = 1.f, or 1.f / 2 (its exponent one lower).
-  // The biased exponent (< 2^11) becomes a double by its bits, exactly, as in exact_double.
   const bool high = fraction > static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(std::numbers::sqrt2) & kFraction);
   const double m = std::bit_cast<double>(static_cast<std::uint64_t>(fraction) |
                                          (high ? 0x3fe0000000000000ULL : 0x3ff0000000000000ULL));
-  const double biased = std::bit_cast<double>((bits >> 52) | 0x4330000000000000ULL) - 0x1.0p52;
-  const double e = biased - (high ? 1022.0 : 1023.0);
+  const double e = small_double(bits >> 52) - (high ? 1022.0 : 1023.0);  // the biased exponent, unbiased
   const double s = (m - 1.0) / (m + 1.0), z = s * s;
   const double p = horner(z, 2.0 / 19, 2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11, 2.0 / 9, 2.0 / 7, 2.0 / 5, 2.0 / 3, 2.0);
   return e * 6.93147180369123816490e-01 + (s * p + e * 1.90821492927058770002e-10);

@@ -21,7 +21,7 @@ TEST_CASE("bench inputs times each dtype beside libm and finds the same bits on 
   std::vector<std::string> dtypes;
   for (std::string line; std::getline(lines, line);) {
     std::istringstream f(line);
-    std::string dtype, rest;
+    std::string dtype;
     double fast = 0, libm = 0;
     if (!(f >> dtype >> fast >> libm) || (dtype != "f32" && dtype != "bf16" && dtype != "f64")) continue;
     dtypes.push_back(dtype);
