@@ -187,10 +187,14 @@ void flush_output() {
   }
   std::optional<RankArena> arena;
   try {
-    // This rank's buffers come from its arena of the shared heap (shm_heap.hpp) for as long as the process lives.
-    // Its pages are backed and mapped first, in one call, by this rank while its peers do theirs (rather than by the
-    // launcher for all, or a fault per 4 KiB on first touch): a /dev/shm that ran out is an error here, never a
-    // SIGBUS later (shm_segment.hpp).
+    // This rank's message buffers come from its arena of the shared heap (shm_heap.hpp) for as long as the process
+    // lives. The pages it will write, its rings' slots and its arena, are backed and mapped first, by this rank while
+    // its peers do theirs (rather than by the launcher for all, or a fault per 4 KiB on first touch): a /dev/shm
+    // that ran out is an error here, never a SIGBUS later (shm_segment.hpp).
+    const ShmWorld::Pages rings = ShmWorld::rings_of(r, world.ranks(), world.arena_size());
+    if (const int err = segment.populate(static_cast<std::byte*>(segment.data()) + rings.offset, rings.bytes))
+      throw Error("its message rings could not be backed: " +
+                  ShmSegment::shortage(rings.bytes, "this rank's message rings", err));
     if (world.arena_size() > 0) {
       if (const int err = segment.populate(world.arena(r), world.arena_size()))
         throw Error("its arena of the shared heap could not be backed: " +
@@ -369,11 +373,11 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
   // One segment: the rings, and a heap of an arena per rank for the buffers the ranks send from and receive into.
   const std::size_t arena = arena_bytes(opt.heap_bytes);
   ShmSegment segment(ShmWorld::bytes_needed(c, arena));
-  // The launcher backs the part before the heap (control, rings, tokens) before it writes any of it; each rank
-  // backs its own arena (run_rank).
-  const std::size_t shared = ShmWorld::heap_offset(c, arena);
-  if (const int err = segment.populate(segment.data(), shared))
-    throw UsageError(ShmSegment::shortage(shared, "its message rings", err));
+  // The launcher backs what it lays out before it writes any of it (shm_world.hpp: all before the heap but the
+  // rings' slots); each rank backs its own rings' slots and its arena (run_rank).
+  for (const ShmWorld::Pages& pg : ShmWorld::launcher_pages(c, arena))
+    if (const int err = segment.populate(static_cast<std::byte*>(segment.data()) + pg.offset, pg.bytes))
+      throw UsageError(ShmSegment::shortage(ShmWorld::heap_offset(c, arena), "its message rings", err));
   const ShmWorld world(segment.data(), c, arena, true);
   ShmEngine engine(world, c, opt.timeout);  // the launcher's endpoint: receives results
   std::vector<Child> children(c);

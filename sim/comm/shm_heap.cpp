@@ -25,7 +25,7 @@ RankArena::RankArena(std::byte* base, std::size_t bytes)
 void* RankArena::allocate(std::size_t bytes) {
   std::lock_guard lk(m_);
   void* p = memory_.allocate_aligned(bytes, kBlockAlign, std::nothrow);
-  if (p == nullptr) ++misses_;
+  ++(p == nullptr ? misses_ : hits_);
   return p;
 }
 

@@ -3,13 +3,15 @@
 // copies a message straight out of its sender's buffer (shm_engine.hpp: sends by reference).
 //
 // A rank allocates only from its own arena: Boost.Interprocess's best-fit allocator (rbtree_best_fit) over that
-// memory, installed as the process's host arena (sim/core/host_arena.hpp), so the CPU device's buffers live there.
+// memory, installed as the process's host arena (sim/core/host_arena.hpp), so the CPU device's message buffers
+// (BufferUse::message: the ones sent from and received into) live there; its other buffers are the process's own.
 // No lock is shared between processes: a killed rank can leave nothing locked that another needs.
 //
 // Sizing (arena_bytes): the caller names each rank's need (LaunchOptions::heap_bytes: a run's exact per-rank peak
-// of live buffers, from the counting device; the bench's buffers), and each arena holds that plus the allocator's
-// own room: its header, a block header and alignment per block, and an eighth for fragmentation. A block that still
-// does not fit comes from the C library, and messages sent from it go through the slot rings (two copies).
+// of live message buffers, from the counting device; the bench's buffers), and each arena holds that plus the
+// allocator's own room: its header, a block header and alignment per block, and an eighth for fragmentation. A
+// block that still does not fit comes from the C library, and messages sent from it go through the slot rings (two
+// copies).
 #pragma once
 #include <boost/interprocess/indexes/iset_index.hpp>
 #include <boost/interprocess/managed_external_buffer.hpp>
@@ -33,6 +35,7 @@ class RankArena final : public HostArena {
   void* allocate(std::size_t bytes) override;
   bool release(void* p) override;
   std::size_t free_bytes();
+  std::uint64_t hits() const { return hits_; }      // allocations it served
   std::uint64_t misses() const { return misses_; }  // allocations that did not fit
 
  private:
@@ -43,6 +46,7 @@ class RankArena final : public HostArena {
   std::byte* lo_;
   std::byte* hi_;
   Memory memory_;
+  std::uint64_t hits_ = 0;
   std::uint64_t misses_ = 0;
 };
 

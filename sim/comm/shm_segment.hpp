@@ -7,10 +7,10 @@
 //
 // Its pages are not reserved up front. A segment larger than /dev/shm's free space is refused at once (a UsageError
 // naming the need); then each part is backed with pages by whoever will write it, before the first write, with
-// populate() (MADV_POPULATE_WRITE): the launcher its rings, each rank its arena of the heap, in parallel. A /dev/shm
-// that ran out meanwhile (another program took it) is then an error returned by populate(), never a SIGBUS on a
-// later touch. Where the kernel cannot populate (before Linux 5.14) the constructor reserves every page instead
-// (posix_fallocate: serial, in the launcher), as before.
+// populate() (MADV_POPULATE_WRITE): the launcher what it lays out, each rank its own rings' slots and its arena of
+// the heap, in parallel (shm_world.hpp). A /dev/shm that ran out meanwhile (another program took it) is then an
+// error returned by populate(), never a SIGBUS on a later touch. Where the kernel cannot populate (before Linux
+// 5.14) the constructor reserves every page instead (posix_fallocate: serial, in the launcher), as before.
 #pragma once
 #include <boost/interprocess/mapped_region.hpp>
 #include <cstddef>

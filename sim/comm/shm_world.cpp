@@ -50,22 +50,46 @@ std::size_t ShmWorld::slots_per_ring(int ranks, std::size_t arena) {
 
 namespace {
 
-// Bytes before the token table, and before the heap (page-aligned, so that each arena starts on a page).
+// Bytes before the rings, before the token table, and before the heap (page-aligned, so that each arena starts on
+// a page).
+std::size_t rings_at(int ranks) {
+  return round_up(sizeof(ShmControl)) + round_up(sizeof(std::atomic<std::int32_t>) * ranks) +
+         sizeof(Doorbell) * (static_cast<std::size_t>(ranks) + 1);
+}
 std::size_t tokens_at(int ranks, std::size_t arena) {
   const std::size_t endpoints = static_cast<std::size_t>(ranks) + 1;
-  return round_up(sizeof(ShmControl)) + round_up(sizeof(std::atomic<std::int32_t>) * ranks) +
-         sizeof(Doorbell) * endpoints +
+  return rings_at(ranks) +
          Ring::bytes(ShmWorld::slots_per_ring(ranks, arena)) * static_cast<std::size_t>(ranks) * endpoints;
 }
 std::size_t heap_start(int ranks, std::size_t arena) {
   const std::size_t end = tokens_at(ranks, arena) + sizeof(std::atomic<std::uint32_t>) * kRefTokens * ranks;
   return (end + kPage - 1) / kPage * kPage;
 }
+// The whole pages that hold [from, to).
+ShmWorld::Pages pages(std::size_t from, std::size_t to) {
+  const std::size_t first = from / kPage * kPage;
+  return {first, (to + kPage - 1) / kPage * kPage - first};
+}
 
 }  // namespace
 
 std::size_t ShmWorld::heap_offset(int ranks, std::size_t arena) {
   return heap_start(ranks, arena);
+}
+
+std::vector<ShmWorld::Pages> ShmWorld::launcher_pages(int ranks, std::size_t arena) {
+  const std::size_t ring = Ring::bytes(slots_per_ring(ranks, arena)), rings = rings_at(ranks);
+  std::vector<Pages> out{pages(0, rings)};
+  for (std::size_t i = 0; i < static_cast<std::size_t>(ranks) * (static_cast<std::size_t>(ranks) + 1); ++i)
+    out.push_back(pages(rings + i * ring, rings + i * ring + sizeof(RingCounters)));
+  out.push_back(pages(tokens_at(ranks, arena), heap_start(ranks, arena)));
+  return out;
+}
+
+ShmWorld::Pages ShmWorld::rings_of(int src, int ranks, std::size_t arena) {
+  const std::size_t ring = Ring::bytes(slots_per_ring(ranks, arena)), per_rank = ring * (ranks + 1);
+  const std::size_t first = rings_at(ranks) + static_cast<std::size_t>(src) * per_rank;
+  return pages(first + sizeof(RingCounters), first + per_rank);
 }
 
 std::size_t ShmWorld::bytes_needed(int ranks, std::size_t arena) {

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "sim/comm/envelope.hpp"
 #include "sim/comm/wait_policy.hpp"
@@ -108,8 +109,17 @@ class ShmWorld {
   // The segment for C ranks with arenas of arena bytes each (shm_heap.hpp's arena_bytes; 0: no heap).
   static std::size_t bytes_needed(int ranks, std::size_t arena = 0);
   static std::size_t slots_per_ring(int ranks, std::size_t arena);
-  // Where the heap starts: the bytes before it are the launcher's to back with pages (ShmSegment::populate).
+  // Where the heap starts.
   static std::size_t heap_offset(int ranks, std::size_t arena);
+  // Who backs which pages with memory before writing them (ShmSegment::populate). The launcher: everything before
+  // the heap but the rings' slots (launcher_pages: control, status, doorbells, each ring's counters, the tokens),
+  // before it lays them out. Each rank, in parallel, before its first send: the slots of its own rings (rings_of:
+  // it is their only writer; 1.25 MiB at C = 4 with a heap) and its arena.
+  struct Pages {
+    std::size_t offset = 0, bytes = 0;  // from the segment's start, whole pages
+  };
+  static std::vector<Pages> launcher_pages(int ranks, std::size_t arena);
+  static Pages rings_of(int src, int ranks, std::size_t arena);
   ShmWorld(void* base, int ranks, std::size_t arena, bool init);
 
   int ranks() const { return ranks_; }

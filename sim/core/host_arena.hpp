@@ -3,8 +3,9 @@
 // copied once, by its receiver, straight out of it. Without an arena (every other backend, and the processes
 // backend's launcher) host memory is the C library's.
 //
-// The CPU device's buffers take their memory here (sim/kernels/host_pool.hpp); so can any container
-// (ArenaAllocator), as the communicator tests and `cpsim bench comm` do for the buffers they send from and into.
+// The CPU device's message buffers (BufferUse::message, sim/kernels/device.hpp) take their memory here
+// (sim/kernels/host_pool.hpp); so can any container (ArenaAllocator), as the communicators' scratch, their tests
+// and `cpsim bench comm` do for the buffers they send from and into.
 #pragma once
 #include <cstddef>
 #include <new>

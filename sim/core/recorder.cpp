@@ -39,11 +39,22 @@ CommCounts& CommCounts::operator+=(const CommCounts& o) {
   return *this;
 }
 
-void MemoryMeter::add(std::int64_t bytes) {
-  const std::int64_t now = current.fetch_add(bytes) + bytes;
+namespace {
+void raise_to(std::atomic<std::int64_t>& peak, std::int64_t now) {
   std::int64_t p = peak.load();
   while (now > p && !peak.compare_exchange_weak(p, now)) {
   }
+}
+}  // namespace
+
+void MemoryMeter::add(std::int64_t bytes, bool message) {
+  raise_to(peak, current.fetch_add(bytes) + bytes);
+  if (message) raise_to(message_peak, message_current.fetch_add(bytes) + bytes);
+}
+
+void MemoryMeter::sub(std::int64_t bytes, bool message) {
+  current.fetch_sub(bytes);
+  if (message) message_current.fetch_sub(bytes);
 }
 
 Recorder::Recorder(int rank, bool tracing) : rank_(rank), tracing_(tracing) {}
@@ -197,6 +208,7 @@ void Recorder::serialize(ByteWriter& w) const {
   w.put(idle_us_);
   w.put(phase_us_);
   w.put(memory_->peak.load());
+  w.put(memory_->message_peak.load());
   w.put<std::uint64_t>(events_.size());
   for (const auto& e : events_) {
     w.put(e.type);
@@ -237,6 +249,7 @@ Recorder Recorder::deserialize(ByteReader& r) {
   r.get(rec.idle_us_);
   r.get(rec.phase_us_);
   rec.memory_->peak.store(r.get<std::int64_t>());
+  rec.memory_->message_peak.store(r.get<std::int64_t>());
   rec.events_.resize(r.get<std::uint64_t>());
   for (auto& e : rec.events_) {
     r.get(e.type);

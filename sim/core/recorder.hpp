@@ -80,12 +80,16 @@ struct TraceEvent {
   std::int64_t bytes_sent = 0, bytes_received = 0;
 };
 
-// Bytes a rank's device holds right now and the most it ever held. Shared with buffer deleters.
+// Bytes a rank's device holds right now and the most it ever held: in all, and in the buffers it sends from or
+// receives into (message: BufferUse::message, sim/kernels/device.hpp; what a processes-backend rank keeps in the
+// shared heap). Shared with buffer deleters.
 struct MemoryMeter {
   std::atomic<std::int64_t> current{0};
   std::atomic<std::int64_t> peak{0};
-  void add(std::int64_t bytes);
-  void sub(std::int64_t bytes) { current.fetch_sub(bytes); }
+  std::atomic<std::int64_t> message_current{0};
+  std::atomic<std::int64_t> message_peak{0};
+  void add(std::int64_t bytes, bool message = false);
+  void sub(std::int64_t bytes, bool message = false);
 };
 
 class Recorder {
@@ -130,6 +134,7 @@ class Recorder {
   const std::vector<StepWork>& step_work() const { return steps_; }
   const CommCounts& comm_counts() const { return comm_; }
   std::int64_t peak_bytes() const { return memory_->peak.load(); }
+  std::int64_t message_peak_bytes() const { return memory_->message_peak.load(); }  // of message buffers
   double idle_us() const { return idle_us_; }
   const std::map<std::string, double>& phase_us() const { return phase_us_; }
   const std::vector<TraceEvent>& events() const { return events_; }

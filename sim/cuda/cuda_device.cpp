@@ -90,7 +90,7 @@ CudaDevice::~CudaDevice() {
   cudaEventDestroy(stop_);
 }
 
-Buffer CudaDevice::alloc(Dims dims, DType dtype, Layout layout, const std::string& name) {
+Buffer CudaDevice::do_alloc(Dims dims, DType dtype, Layout layout, const std::string& name, BufferUse use) {
   require(dtype == DType::f32 || dtype == DType::bf16,
           "the CUDA device holds bf16 and f32 buffers (got " + std::string(dtype_name(dtype)) + " for '" + name + "')",
           use_value("dtype", {"bf16", "f32"}));
@@ -110,10 +110,11 @@ Buffer CudaDevice::alloc(Dims dims, DType dtype, Layout layout, const std::strin
   check(cudaMemsetAsync(p, 0, bytes, gpu_->compute()), "zero-filling '" + name + "'");
   auto meter = recorder().memory();  // shared with the deleter, which may outlive this device
   const auto counted = static_cast<std::int64_t>(bytes);
-  meter->add(counted);
-  std::shared_ptr<void> storage(p, [gpu = gpu_, meter, counted](void* x) {
+  const bool message = use == BufferUse::message;  // GPU memory either way (NCCL sends from any of it)
+  meter->add(counted, message);
+  std::shared_ptr<void> storage(p, [gpu = gpu_, meter, counted, message](void* x) {
     cudaFreeAsync(x, gpu->compute());  // after everything queued on the stream that may still read it
-    meter->sub(counted);
+    meter->sub(counted, message);
   });
   return Buffer(std::move(storage), dims, dtype, layout, name);
 }

@@ -35,7 +35,6 @@ class CudaDevice final : public Device {
   std::string name() const override { return "cuda"; }
   RankGpu& gpu() const { return *gpu_; }
 
-  Buffer alloc(Dims dims, DType dtype, Layout layout, const std::string& name) override;
   void upload(const Buffer& dst, const void* host) override;
   void download(const Buffer& src, void* host) override;
 
@@ -50,6 +49,7 @@ class CudaDevice final : public Device {
   AttentionPath last_path() const { return last_path_; }
 
  protected:
+  Buffer do_alloc(Dims dims, DType dtype, Layout layout, const std::string& name, BufferUse use) override;
   TileCounts do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                   const Positions& k_pos, const View& out, const View& lse, const Mask& mask,
                                   double scale) override;

@@ -65,7 +65,7 @@ CpuDevice::CpuDevice(Recorder& rec, int tile) : Device(rec), tile_(tile) {
           "use a tile of 64 or 128");
 }
 
-Buffer CpuDevice::alloc(Dims dims, DType dtype, Layout layout, const std::string& name) {
+Buffer CpuDevice::do_alloc(Dims dims, DType dtype, Layout layout, const std::string& name, BufferUse use) {
   require(dtype != DType::bf16, "bf16 needs a GPU device", use_value("dtype", {"f32", "f64"}));
   if (dtype != DType::f32 && dtype != DType::f64)
     throw Error("alloc '" + name + "': the CPU device holds f32 and f64 buffers (got " +
@@ -73,15 +73,18 @@ Buffer CpuDevice::alloc(Dims dims, DType dtype, Layout layout, const std::string
   if (dims.b < 0 || dims.s < 0 || dims.n < 0 || dims.d < 1 || (layout == Layout::bns && dims.d != 1))
     throw Error("alloc '" + name + "': impossible dims " + to_string(dims, layout));
   const std::size_t bytes = static_cast<std::size_t>(dims.numel()) * dtype_size(dtype);
-  void* p = host_pool::take(bytes);  // reused blocks: no fresh pages to fault in on every call
+  const bool message = use == BufferUse::message;
+  // Reused blocks: no fresh pages to fault in on every call. A message buffer from the process's shared heap, where
+  // there is one (a processes-backend rank).
+  void* p = host_pool::take(bytes, message ? host_pool::Where::shared_heap : host_pool::Where::own);
   if (p == nullptr) throw Error("alloc '" + name + "': out of host memory for " + std::to_string(bytes) + " bytes");
   std::memset(p, 0, bytes);
   auto meter = recorder().memory();  // shared with the deleter, which may outlive this device
   const auto counted = static_cast<std::int64_t>(bytes);
-  meter->add(counted);
-  std::shared_ptr<void> storage(p, [meter, counted](void* x) {
+  meter->add(counted, message);
+  std::shared_ptr<void> storage(p, [meter, counted, message](void* x) {
     host_pool::give(x, static_cast<std::size_t>(counted));
-    meter->sub(counted);
+    meter->sub(counted, message);
   });
   return Buffer(std::move(storage), dims, dtype, layout, name);
 }

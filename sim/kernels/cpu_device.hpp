@@ -1,7 +1,8 @@
 // The CPU device: buffers in host memory, attention by the tiled Eigen kernel (tiled.hpp), f32 and f64.
 //
 // Every buffer is zero-filled at allocation and its bytes count in the rank's MemoryMeter until the last handle
-// is dropped. Every call honours view offsets (b0, s0, h0) and the buffers' strides. bf16 needs a GPU device.
+// is dropped; a message buffer comes from the process's shared heap where it has one (host_pool.hpp). Every call
+// honours view offsets (b0, s0, h0) and the buffers' strides. bf16 needs a GPU device.
 // Eigen runs single-threaded: each simulated rank is one thread.
 #pragma once
 #include <string>
@@ -22,7 +23,6 @@ class CpuDevice : public Device {
   std::string name() const override { return "cpu"; }
   int tile() const { return tile_; }
 
-  Buffer alloc(Dims dims, DType dtype, Layout layout, const std::string& name) override;
   void upload(const Buffer& dst, const void* host) override;
   void download(const Buffer& src, void* host) override;
   void* host_data(const Buffer& b) const override { return b.data(); }
@@ -33,6 +33,7 @@ class CpuDevice : public Device {
   void merge(const View& out_acc, const View& lse_acc, const View& out_t, const View& lse_t) override;
 
  protected:
+  Buffer do_alloc(Dims dims, DType dtype, Layout layout, const std::string& name, BufferUse use) override;
   TileCounts do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                   const Positions& k_pos, const View& out, const View& lse, const Mask& mask,
                                   double scale) override;

@@ -27,6 +27,14 @@ struct AttentionOptions {
   std::optional<BlockKind> kind;   // the strategy's label for this block; unset: derived from the mask
 };
 
+// What a buffer is for. message: the strategy sends from it or receives into it, as it is (a ring's K/V blocks, an
+// all-to-all's send and receive buffers, the K/V shards an all-gather gathers). A rank of the processes backend
+// keeps these in the run's shared heap, where its peers copy a message once, straight out of it; the CPU device's
+// other buffers stay in the process's own memory, cheaper to back with pages (docs/backends-threads-processes.md).
+// Every device counts a message buffer's bytes apart as well (Recorder::message_peak_bytes: what sizes the heap).
+// A buffer sent as work is still sent correctly, only through the slot rings (two copies).
+enum class BufferUse { work, message };
+
 // What a device's kernel reports about one call (the rest of WorkCounts is derived from positions).
 struct TileCounts {
   std::int64_t computed = 0;
@@ -43,8 +51,11 @@ class Device {
   virtual std::string name() const = 0;
   Recorder& recorder() const { return rec_; }
 
-  // A zero-filled buffer. Its bytes count toward the rank's peak until the last handle is dropped.
-  virtual Buffer alloc(Dims dims, DType dtype, Layout layout, const std::string& name) = 0;
+  // A zero-filled buffer. Its bytes count toward the rank's peak (and a message buffer's toward its message peak)
+  // until the last handle is dropped.
+  Buffer alloc(Dims dims, DType dtype, Layout layout, const std::string& name, BufferUse use = BufferUse::work) {
+    return do_alloc(dims, dtype, layout, name, use);
+  }
   // Host <-> device copies of a whole buffer; host memory holds the buffer's dtype (bf16 as uint16_t).
   virtual void upload(const Buffer& dst, const void* host) = 0;
   virtual void download(const Buffer& src, void* host) = 0;
@@ -81,6 +92,7 @@ class Device {
   virtual void synchronize() {}
 
  protected:
+  virtual Buffer do_alloc(Dims dims, DType dtype, Layout layout, const std::string& name, BufferUse use) = 0;
   virtual TileCounts do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                           const Positions& k_pos, const View& out, const View& lse,
                                           const Mask& mask, double scale) = 0;

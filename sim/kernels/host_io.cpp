@@ -62,8 +62,8 @@ void upload_made(Device& dev, const Buffer& dst, const MakeValues& make) {
 }
 
 Buffer upload_new(Device& dev, const std::vector<double>& values, Dims dims, DType dtype, Layout layout,
-                  const std::string& name) {
-  Buffer b = dev.alloc(dims, dtype, layout, name);
+                  const std::string& name, BufferUse use) {
+  Buffer b = dev.alloc(dims, dtype, layout, name, use);
   upload_values(dev, b, values);
   return b;
 }

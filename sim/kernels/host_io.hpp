@@ -16,9 +16,9 @@ namespace cpsim {
 
 // Uploads values (the buffer's numel of them, in its layout) converted to the buffer's dtype.
 void upload_values(Device& dev, const Buffer& dst, const std::vector<double>& values);
-// A buffer of dims/dtype/layout named `name`, holding values.
+// A buffer of dims/dtype/layout named `name` (for `use`: device.hpp), holding values.
 Buffer upload_new(Device& dev, const std::vector<double>& values, Dims dims, DType dtype, Layout layout,
-                  const std::string& name);
+                  const std::string& name, BufferUse use = BufferUse::work);
 // Fills dst with values made a chunk at a time: make(first, count, out) writes the buffer's elements [first,
 // first + count), in its layout, as doubles, into out. Converted as upload_values converts; written straight into the
 // buffer where the device is in host memory (Device::host_data), else through one staging copy and an upload. No

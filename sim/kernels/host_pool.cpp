@@ -34,10 +34,11 @@ struct Pool {
 
 }  // namespace
 
-void* take(std::size_t bytes) {
+void* take(std::size_t bytes, Where where) {
   const std::size_t n = padded(bytes);
-  if (HostArena* arena = host_arena())  // a rank of the processes backend: its buffers live in the shared heap
-    if (void* p = arena->allocate(n)) return p;
+  if (where == Where::shared_heap)
+    if (HostArena* arena = host_arena())  // a rank of the processes backend: its message buffers live there
+      if (void* p = arena->allocate(n)) return p;
   Pool& pool = Pool::instance();
   {
     std::lock_guard lk(pool.m);

@@ -31,8 +31,9 @@ void count_rank(const Problem& p, StrategyKind kind, bool backward, Communicator
   const std::int64_t s = L.local_len();
   // 1. This rank's shards.   q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]
   const Buffer q = dev.alloc({p.batch, s, p.heads, p.head_dim}, p.dtype, Layout::bsnd, "q");
-  const Buffer k = dev.alloc({p.batch, s, p.kv_heads, p.head_dim}, p.dtype, Layout::bsnd, "k");
-  const Buffer v = dev.alloc({p.batch, s, p.kv_heads, p.head_dim}, p.dtype, Layout::bsnd, "v");
+  const BufferUse kv_use = kv_input_use(kind, p.ranks);
+  const Buffer k = dev.alloc({p.batch, s, p.kv_heads, p.head_dim}, p.dtype, Layout::bsnd, "k", kv_use);
+  const Buffer v = dev.alloc({p.batch, s, p.kv_heads, p.head_dim}, p.dtype, Layout::bsnd, "v", kv_use);
   // 2. Forward (and backward) through the strategy.
   auto strategy = make_strategy(kind, comm, dev, p);
   rec.begin_phase("forward");

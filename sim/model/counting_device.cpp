@@ -51,16 +51,18 @@ CountingDevice::CountingDevice(Recorder& rec, Program* program, int tile)
           "use a tile of 64 or 128");
 }
 
-Buffer CountingDevice::alloc(Dims dims, DType dtype, Layout layout, const std::string& name) {
-  // A GPU keeps the log-sum-exp in f32 when the data is bf16 (CudaDevice::alloc does the same): its merges and
+Buffer CountingDevice::do_alloc(Dims dims, DType dtype, Layout layout, const std::string& name, BufferUse use) {
+  // A GPU keeps the log-sum-exp in f32 when the data is bf16 (CudaDevice::do_alloc does the same): its merges and
   // memory are counted as the GPU runs them.
   if (layout == Layout::bns && dtype == DType::bf16) dtype = DType::f32;
   if (dims.b < 0 || dims.s < 0 || dims.n < 0 || dims.d < 1 || (layout == Layout::bns && dims.d != 1))
     throw Error("alloc '" + name + "': impossible dims " + to_string(dims, layout));
   const auto counted = dims.numel() * static_cast<std::int64_t>(dtype_size(dtype));
   auto meter = recorder().memory();  // shared with the deleter, which may outlive this device
-  meter->add(counted);
-  std::shared_ptr<void> storage(static_cast<void*>(g_no_data), [meter, counted](void*) { meter->sub(counted); });
+  const bool message = use == BufferUse::message;
+  meter->add(counted, message);
+  std::shared_ptr<void> storage(static_cast<void*>(g_no_data),
+                                [meter, counted, message](void*) { meter->sub(counted, message); });
   return Buffer(std::move(storage), dims, dtype, layout, name);
 }
 

@@ -38,7 +38,6 @@ class CountingDevice : public Device {
 
   std::string name() const override { return "counting"; }
 
-  Buffer alloc(Dims dims, DType dtype, Layout layout, const std::string& name) override;
   void upload(const Buffer&, const void*) override {}
   void download(const Buffer&, void*) override {}
 
@@ -48,6 +47,7 @@ class CountingDevice : public Device {
   void merge(const View& out_acc, const View& lse_acc, const View& out_t, const View& lse_t) override;
 
  protected:
+  Buffer do_alloc(Dims dims, DType dtype, Layout layout, const std::string& name, BufferUse use) override;
   TileCounts do_attention_forward(const View& q, const Positions& q_pos, const View& k, const View& v,
                                   const Positions& k_pos, const View& out, const View& lse, const Mask& mask,
                                   double scale) override;

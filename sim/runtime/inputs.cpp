@@ -64,10 +64,10 @@ std::vector<double> rank_input(const Problem& p, std::uint64_t seed, Input which
 }
 
 Buffer rank_input_buffer(Device& dev, const Problem& p, std::uint64_t seed, Input which, int rank,
-                         const std::string& name) {
+                         const std::string& name, BufferUse use) {
   const SeqLayout L = p.layout();
   const std::int64_t n = which == Input::k || which == Input::v ? p.kv_heads : p.heads;
-  const Buffer b = dev.alloc({p.batch, L.local_len(), n, p.head_dim}, p.dtype, Layout::bsnd, name);
+  const Buffer b = dev.alloc({p.batch, L.local_len(), n, p.head_dim}, p.dtype, Layout::bsnd, name, use);
   const std::vector<Piece> ps = pieces(p.batch, p.seq, row_elems(p, which), L.spans(rank));
   upload_made(dev, b, [&](std::size_t first, std::size_t count, double* out) {
     make_local(seed, which, ps, p.dtype, first, count, out);

@@ -24,10 +24,10 @@ struct Inputs {
 
 // Rank `rank`'s shard of one input of the problem, rounded to p.dtype.
 std::vector<double> rank_input(const Problem& p, std::uint64_t seed, Input which, int rank);
-// The same shard made straight into a buffer of dev ([B, s, N, D] of p.dtype, named `name`), a chunk at a time
-// (upload_made in sim/kernels/host_io.hpp): what a rank of a run does.
+// The same shard made straight into a buffer of dev ([B, s, N, D] of p.dtype, named `name`, for `use`), a chunk at a
+// time (upload_made in sim/kernels/host_io.hpp): what a rank of a run does.
 Buffer rank_input_buffer(Device& dev, const Problem& p, std::uint64_t seed, Input which, int rank,
-                         const std::string& name);
+                         const std::string& name, BufferUse use = BufferUse::work);
 // Its shards of q, k, v (and dout when with_dout).
 Inputs rank_inputs(const Problem& p, std::uint64_t seed, int rank, bool with_dout);
 // The whole tensors, in global sequence order: q, dout [B, S, Nq, D]; k, v [B, S, Nkv, D].

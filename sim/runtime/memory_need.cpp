@@ -86,13 +86,13 @@ int ranks_on_this_machine(const RunConfig& cfg) {
   return local > 0 ? std::min(local, cfg.problem.ranks) : cfg.problem.ranks;
 }
 
-// Each rank's device peak, from the counting device: at S itself, or, where a counting run at S would take long
+// Each rank's device peaks, from the counting device: at S itself, or, where a counting run at S would take long
 // (its position lists hold C x S entries in all), at a shorter S0 of the same layout, scaled by S / S0. Every buffer
 // a strategy allocates is [B, S/C or S, N, D] or [B, N, S/C or S] (the gathered, exchanged and received blocks are
-// fractions of S too), so each rank's peak is linear in S and the scaled count is exact (memory_need_test.cpp).
+// fractions of S too), so each rank's peaks are linear in S and the scaled count is exact (memory_need_test.cpp).
 constexpr std::int64_t kCountedTokens = std::int64_t{1} << 20;  // C x S0 at most
 
-std::vector<std::int64_t> device_peaks(const RunConfig& cfg) {
+DevicePeaks device_peaks(const RunConfig& cfg) {
   if (!counter()) throw Error("memory_need: no device peak counter is linked (sim/model/memory_counter.cpp)");
   const Problem& p = cfg.problem;
   const std::int64_t step = p.sharding == Sharding::zigzag ? 2 * p.ranks : p.ranks;
@@ -100,8 +100,9 @@ std::vector<std::int64_t> device_peaks(const RunConfig& cfg) {
   if (p.seq <= s0) return counter()(p, cfg.strategy, cfg.backward);
   Problem shorter = p;
   shorter.seq = s0;
-  std::vector<std::int64_t> peaks = counter()(shorter, cfg.strategy, cfg.backward);
-  for (std::int64_t& b : peaks) b = static_cast<std::int64_t>(static_cast<__int128>(b) * p.seq / s0);
+  DevicePeaks peaks = counter()(shorter, cfg.strategy, cfg.backward);
+  for (auto* v : {&peaks.all, &peaks.message})
+    for (std::int64_t& b : *v) b = static_cast<std::int64_t>(static_cast<__int128>(b) * p.seq / s0);
   return peaks;
 }
 
@@ -154,7 +155,9 @@ MemoryNeed memory_need(const RunConfig& cfg, std::int64_t within) {
     m.total = m.largest_process = m.caller;
     return m;
   }
-  m.device_peak = device_peaks(cfg);
+  DevicePeaks peaks = device_peaks(cfg);
+  m.device_peak = std::move(peaks.all);
+  m.message_peak = std::move(peaks.message);
   sum_up(cfg, m);
   return m;
 }

@@ -28,7 +28,8 @@
 namespace cpsim {
 
 struct MemoryNeed {
-  std::vector<std::int64_t> device_peak;  // per rank, bytes (the counting device)
+  std::vector<std::int64_t> device_peak;   // per rank, bytes (the counting device)
+  std::vector<std::int64_t> message_peak;  // per rank, the part of it in message buffers (BufferUse::message)
   std::int64_t rank_host = 0;             // per rank, host bytes beside the device's
   std::int64_t caller = 0;                // the caller's, after the ranks
   bool device_on_host = true;             // the device's buffers are host memory (the cpu device)
@@ -66,8 +67,12 @@ std::int64_t single_device_peak(const AttentionShape& shape, DType dtype, bool b
 void check_single_device_memory(const AttentionShape& shape, DType dtype, bool backward, bool check,
                                 std::int64_t limit);
 
-// What sim/model registers (model/memory_counter.cpp): the device peak of every rank of a counting run.
-using DevicePeakCounter = std::vector<std::int64_t> (*)(const Problem& p, StrategyKind kind, bool backward);
+// What sim/model registers (model/memory_counter.cpp): the device peaks of every rank of a counting run, in all and
+// of message buffers.
+struct DevicePeaks {
+  std::vector<std::int64_t> all, message;  // per rank
+};
+using DevicePeakCounter = DevicePeaks (*)(const Problem& p, StrategyKind kind, bool backward);
 bool register_device_peak_counter(DevicePeakCounter counter);
 
 }  // namespace cpsim

@@ -52,17 +52,19 @@ std::string run_rank(const RunConfig& cfg, Communicator& comm) {
   const Dims qd{p.batch, s, p.heads, p.head_dim}, kd{p.batch, s, p.kv_heads, p.head_dim};
 
   // 1. This rank's shard of the seeded inputs, made straight into its buffers.   q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]
+  //    K and V are message buffers where the strategy sends them as they are (strategy.hpp: kv_input_use).
+  const BufferUse kv_use = kv_input_use(cfg.strategy, p.ranks);
   Buffer q, k, v;
   if (cfg.tamper) {
     Inputs in = rank_inputs(p, cfg.seed, r, false);
     cfg.tamper(r, in.q, in.k, in.v);
     q = upload_new(dev, in.q, qd, p.dtype, Layout::bsnd, "q");
-    k = upload_new(dev, in.k, kd, p.dtype, Layout::bsnd, "k");
-    v = upload_new(dev, in.v, kd, p.dtype, Layout::bsnd, "v");
+    k = upload_new(dev, in.k, kd, p.dtype, Layout::bsnd, "k", kv_use);
+    v = upload_new(dev, in.v, kd, p.dtype, Layout::bsnd, "v", kv_use);
   } else {
     q = rank_input_buffer(dev, p, cfg.seed, Input::q, r, "q");
-    k = rank_input_buffer(dev, p, cfg.seed, Input::k, r, "k");
-    v = rank_input_buffer(dev, p, cfg.seed, Input::v, r, "v");
+    k = rank_input_buffer(dev, p, cfg.seed, Input::k, r, "k", kv_use);
+    v = rank_input_buffer(dev, p, cfg.seed, Input::v, r, "v", kv_use);
   }
 
   // 2. Forward (and backward) through the strategy.

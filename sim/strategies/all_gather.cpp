@@ -100,7 +100,8 @@ class AllGatherStrategy : public Strategy {
   Buffer gather_in_sequence_order(const Buffer& x, const std::string& name) {
     const Dims d = x.dims();
     const int C = comm_.size();
-    Buffer gathered = dev_.alloc({C * d.b, d.s, d.n, d.d}, x.dtype(), Layout::bsnd, name + ".rank_order");
+    Buffer gathered =
+        dev_.alloc({C * d.b, d.s, d.n, d.d}, x.dtype(), Layout::bsnd, name + ".rank_order", message_use());
     comm_.all_gather(x.data(), gathered.data(), x.bytes());
     Buffer full = dev_.alloc({d.b, p_.seq, d.n, d.d}, x.dtype(), Layout::bsnd, name);
     for (int r = 0; r < C; ++r)  // rank r's rows go to its positions (striped: every C-th row)
@@ -116,16 +117,20 @@ class AllGatherStrategy : public Strategy {
     const Dims d = partial.dims();
     const int C = comm_.size();
     const std::int64_t s = layout_.local_len();
-    Buffer rank_order = dev_.alloc({C * d.b, s, d.n, d.d}, partial.dtype(), Layout::bsnd, name + ".rank_order");
+    Buffer rank_order =
+        dev_.alloc({C * d.b, s, d.n, d.d}, partial.dtype(), Layout::bsnd, name + ".rank_order", message_use());
     for (int r = 0; r < C; ++r)
       for_each_progression(layout_.positions(r), [&](std::int64_t row, std::int64_t first, std::int64_t n,
                                                      std::int64_t step) {
         dev_.copy(View(rank_order).batches(r * d.b, d.b).rows(row, n), View(partial).strided_rows(first, n, step));
       });
-    Buffer mine = dev_.alloc({d.b, s, d.n, d.d}, partial.dtype(), Layout::bsnd, name);
+    Buffer mine = dev_.alloc({d.b, s, d.n, d.d}, partial.dtype(), Layout::bsnd, name, message_use());
     comm_.reduce_scatter(rank_order.data(), mine.data(), static_cast<std::size_t>(mine.numel()), partial.dtype());
     return mine;
   }
+
+  // The gathered and reduce-scattered buffers, sent and received as they are (strategy.hpp: kv_input_use).
+  BufferUse message_use() const { return kv_input_use(StrategyKind::all_gather, comm_.size()); }
 
   Communicator& comm_;
   Device& dev_;

@@ -35,10 +35,11 @@ Buffer HeadsExchange::seq_to_heads(const Buffer& x, const std::string& name) con
   const Dims d = x.dims();  // x: [B, s, N, D]
   const std::int64_t nh = d.n / A;
   // 1. Pack: chunk p (batches [pB, (p+1)B)) holds the heads member p will own.   send: [A*B, s, N/A, D]
-  Buffer send = dev_.alloc({A * d.b, d.s, nh, d.d}, x.dtype(), Layout::bsnd, name + ".a2a_send");
+  const BufferUse exchanged = A > 1 ? BufferUse::message : BufferUse::work;  // send and recv: sent as they are
+  Buffer send = dev_.alloc({A * d.b, d.s, nh, d.d}, x.dtype(), Layout::bsnd, name + ".a2a_send", exchanged);
   for (int p = 0; p < A; ++p) dev_.copy(View(send).batches(p * d.b, d.b), View(x).heads(p * nh, nh));
   // 2. Exchange: chunk p goes to member p; chunk p received holds member p's rows.   recv: [A*B, s, N/A, D]
-  Buffer recv = dev_.alloc(send.dims(), x.dtype(), Layout::bsnd, name + ".a2a_recv");
+  Buffer recv = dev_.alloc(send.dims(), x.dtype(), Layout::bsnd, name + ".a2a_recv", exchanged);
   group_.all_to_all(send.data(), recv.data(), send.bytes() / static_cast<std::size_t>(A));
   // 3. Unpack every member's runs into sequence order.   y: [B, A*s, N/A, D]
   Buffer y = dev_.alloc({d.b, A * d.s, nh, d.d}, x.dtype(), Layout::bsnd, name);
@@ -54,13 +55,14 @@ Buffer HeadsExchange::heads_to_seq(const Buffer& y, const std::string& name) con
   const Dims d = y.dims();  // y: [B, A*s, N/A, D]
   const std::int64_t s = local_rows_;
   // 1. Pack: chunk p holds member p's rows (its runs, in its local order).   send: [A*B, s, N/A, D]
-  Buffer send = dev_.alloc({A * d.b, s, d.n, d.d}, y.dtype(), Layout::bsnd, name + ".a2a_send");
+  const BufferUse exchanged = A > 1 ? BufferUse::message : BufferUse::work;
+  Buffer send = dev_.alloc({A * d.b, s, d.n, d.d}, y.dtype(), Layout::bsnd, name + ".a2a_send", exchanged);
   for (int p = 0; p < A; ++p)
     for (const Run& r : runs_[p])
       dev_.copy(View(send).batches(p * d.b, d.b).rows(r.local_row, r.len),
                 View(y).strided_rows(r.group_row, r.len, r.group_step));
   // 2. Exchange: chunk p received holds my rows for member p's heads.
-  Buffer recv = dev_.alloc(send.dims(), y.dtype(), Layout::bsnd, name + ".a2a_recv");
+  Buffer recv = dev_.alloc(send.dims(), y.dtype(), Layout::bsnd, name + ".a2a_recv", exchanged);
   group_.all_to_all(send.data(), recv.data(), send.bytes() / static_cast<std::size_t>(A));
   // 3. Unpack the head groups side by side.   x: [B, s, N, D]
   Buffer x = dev_.alloc({d.b, s, A * d.n, d.d}, y.dtype(), Layout::bsnd, name);

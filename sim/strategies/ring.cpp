@@ -93,11 +93,13 @@ void RingAttention::forward(const Buffer& q, const Buffer& k, const Buffer& v, B
   const Dims qd = q.dims(), kd = k.dims();  // q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]
   batch_ = qd.b;
   q_ = q;
-  // 1. kv: [2B, s, Nkv, D]; a second buffer receives the next owner's kv while this one is computed on.
-  Buffer kv = dev_.alloc({2 * kd.b, kd.s, kd.n, kd.d}, k.dtype(), Layout::bsnd, "kv");
+  // 1. kv: [2B, s, Nkv, D]; a second buffer receives the next owner's kv while this one is computed on. Both travel
+  //    the ring as they are: message buffers.
+  const BufferUse travels = size_ > 1 ? BufferUse::message : BufferUse::work;
+  Buffer kv = dev_.alloc({2 * kd.b, kd.s, kd.n, kd.d}, k.dtype(), Layout::bsnd, "kv", travels);
   dev_.copy(View(kv).batches(0, kd.b), View(k));
   dev_.copy(View(kv).batches(kd.b, kd.b), View(v));
-  Buffer kv_next = size_ > 1 ? dev_.alloc(kv.dims(), k.dtype(), Layout::bsnd, "kv_next") : Buffer();
+  Buffer kv_next = size_ > 1 ? dev_.alloc(kv.dims(), k.dtype(), Layout::bsnd, "kv_next", travels) : Buffer();
   out = dev_.alloc(qd, q.dtype(), Layout::bsnd, "out");
   lse = dev_.alloc({qd.b, qd.s, qd.n, 1}, q.dtype(), Layout::bns, "lse");  // [B, Nq, s]
   Buffer tile_out = size_ > 1 ? dev_.alloc(qd, q.dtype(), Layout::bsnd, "tile_out") : Buffer();
@@ -146,11 +148,12 @@ void RingAttention::backward(const Buffer& dout, DType accum, Buffer& dq, Buffer
   dq = dev_.alloc(q_.dims(), accum, Layout::bsnd, "dq");
   Buffer kv = kv_last_;
   kv_last_ = Buffer();
-  Buffer kv_next = ring ? dev_.alloc(kvd, kv.dtype(), Layout::bsnd, "kv_next") : Buffer();
+  const BufferUse travels = ring ? BufferUse::message : BufferUse::work;  // sent and received as they are
+  Buffer kv_next = ring ? dev_.alloc(kvd, kv.dtype(), Layout::bsnd, "kv_next", travels) : Buffer();
   // The travelling dK/dV accumulators ([2B, s, Nkv, D]: dK batches [0,B), dV [B,2B)): dkv is the one of the owner
   // whose K/V is held, dkv_next receives the next owner's, dkv_block holds a block's dK/dV until dkv_next arrives.
-  Buffer dkv = dev_.alloc(kvd, accum, Layout::bsnd, "dkv");
-  Buffer dkv_next = ring ? dev_.alloc(kvd, accum, Layout::bsnd, "dkv_next") : Buffer();
+  Buffer dkv = dev_.alloc(kvd, accum, Layout::bsnd, "dkv", travels);
+  Buffer dkv_next = ring ? dev_.alloc(kvd, accum, Layout::bsnd, "dkv_next", travels) : Buffer();
   Buffer dkv_block = ring ? dev_.alloc(kvd, accum, Layout::bsnd, "dkv_block") : Buffer();
   const int to = (rank_ - 1 + size_) % size_, from = (rank_ + 1) % size_;  // the reverse ring
   Request send_dkv, recv_dkv;  // posted after a block, waited after the next one

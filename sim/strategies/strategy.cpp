@@ -175,6 +175,10 @@ void validate(const Problem& p, StrategyKind kind) {
   }
 }
 
+BufferUse kv_input_use(StrategyKind kind, int ranks) {
+  return kind == StrategyKind::all_gather && ranks > 1 ? BufferUse::message : BufferUse::work;
+}
+
 std::unique_ptr<Strategy> make_strategy(StrategyKind kind, Communicator& comm, Device& dev, const Problem& p) {
   validate(p, kind);
   if (comm.size() != p.ranks)

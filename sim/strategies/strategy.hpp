@@ -78,6 +78,11 @@ class Strategy {
   virtual LocalGrads backward(const Buffer& dout) = 0;  // after forward, on the same object
 };
 
+// What the K and V shards given to forward() are used for (device.hpp): BufferUse::message where the strategy sends
+// them as they are (the all-gather gathers straight from them, when C > 1), else work: the ring packs them into its
+// travelling kv, Ulysses and the hybrid into all-to-all buffers. Q and dout are never sent as they are.
+BufferUse kv_input_use(StrategyKind kind, int ranks);
+
 std::unique_ptr<Strategy> make_strategy(StrategyKind kind, Communicator& comm, Device& dev, const Problem& p);
 
 }  // namespace cpsim

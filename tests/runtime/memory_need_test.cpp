@@ -1,6 +1,6 @@
-// The memory a run will hold, before it holds it: each rank's device peak exactly as the run measures it, the
-// scaled count exact, the refusal naming need, limit and fixes that fit, and a refused run that allocates nothing
-// large.
+// The memory a run will hold, before it holds it: each rank's device peak (and its message buffers' part, which sizes
+// the processes backend's shared heap) exactly as the run measures it, the scaled count exact, the refusal naming
+// need, limit and fixes that fit, and a refused run that allocates nothing large.
 #include "sim/runtime/memory_need.hpp"
 
 #include <doctest/doctest.h>
@@ -45,7 +45,7 @@ const std::string kCpsim = std::string(CPSIM_BINARY_DIR) + "/cpsim";
 
 }  // namespace
 
-TEST_CASE("each rank's device peak is exactly what the run's recorder measures") {
+TEST_CASE("each rank's device peak and message peak are exactly what the run's recorder measures") {
   for (StrategyKind k : all_strategies())
     for (Sharding sh : {Sharding::zigzag, Sharding::contiguous})
       for (DType dt : {DType::f64, DType::f32})
@@ -58,7 +58,13 @@ TEST_CASE("each rank's device peak is exactly what the run's recorder measures")
           const MemoryNeed need = memory_need(c);
           const RunResult r = run(c);
           REQUIRE(need.device_peak.size() == r.ranks.size());
-          for (std::size_t i = 0; i < r.ranks.size(); ++i) CHECK(need.device_peak[i] == r.ranks[i].stats.peak_bytes());
+          REQUIRE(need.message_peak.size() == r.ranks.size());
+          for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+            CHECK(need.device_peak[i] == r.ranks[i].stats.peak_bytes());
+            CHECK(need.message_peak[i] == r.ranks[i].stats.message_peak_bytes());
+            CHECK(need.message_peak[i] > 0);  // every strategy sends at C = 4
+            CHECK(need.message_peak[i] < need.device_peak[i]);
+          }
           CHECK(need.total >= need.caller);
           CHECK(need.largest_process == need.total);  // threads: one process
         }
@@ -71,7 +77,10 @@ TEST_CASE("each rank's device peak is linear in S, so a shorter count scaled is 
     Problem shorter = p, longer = p;
     longer.seq = 5 * p.seq;
     const model::CountResult a = model::count_run(shorter, k), b = model::count_run(longer, k);
-    for (std::size_t r = 0; r < a.ranks.size(); ++r) CHECK(b.ranks[r].peak_bytes() == 5 * a.ranks[r].peak_bytes());
+    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+      CHECK(b.ranks[r].peak_bytes() == 5 * a.ranks[r].peak_bytes());
+      CHECK(b.ranks[r].message_peak_bytes() == 5 * a.ranks[r].message_peak_bytes());
+    }
   }
   // Past C x S = 2^20 tokens memory_need counts at a shorter S and scales: the same bytes as a count at S.
   RunConfig c = config(StrategyKind::ring, Sharding::zigzag, DType::f32, true);
@@ -79,7 +88,24 @@ TEST_CASE("each rank's device peak is linear in S, so a shorter count scaled is 
   c.problem.batch = c.problem.heads = c.problem.kv_heads = c.problem.head_dim = 1;
   const MemoryNeed need = memory_need(c);
   const model::CountResult counted = model::count_run(c.problem, c.strategy);
-  for (std::size_t r = 0; r < counted.ranks.size(); ++r) CHECK(need.device_peak[r] == counted.ranks[r].peak_bytes());
+  for (std::size_t r = 0; r < counted.ranks.size(); ++r) {
+    CHECK(need.device_peak[r] == counted.ranks[r].peak_bytes());
+    CHECK(need.message_peak[r] == counted.ranks[r].message_peak_bytes());
+  }
+}
+
+TEST_CASE("a ring forward's message buffers are its two travelling K/V blocks, and nothing else") {
+  // kv and kv_next: [2B, s, Nkv, D] each (ring.cpp), sent and received as they are; q, k, v, out, lse and the
+  // block's partial result stay the rank's own.
+  const RunConfig c = config(StrategyKind::ring, Sharding::zigzag, DType::f32, false);
+  const Problem& p = c.problem;
+  const std::int64_t kv_block = 2 * p.batch * (p.seq / p.ranks) * p.kv_heads * p.head_dim * 4;
+  const MemoryNeed need = memory_need(c);
+  for (std::int64_t m : need.message_peak) CHECK(m == 2 * kv_block);
+  // One rank sends nothing: no message buffers.
+  RunConfig one = c;
+  one.problem.ranks = 1;
+  for (std::int64_t m : memory_need(one).message_peak) CHECK(m == 0);
 }
 
 TEST_CASE("a run beyond the limit is refused naming its need, the limit and a fix that makes it fit") {
@@ -147,7 +173,8 @@ TEST_CASE("one device's peak is exactly what the device measures, and the need c
 }
 
 TEST_CASE(
-    "a processes run's buffers all live in the shared heap sized from the largest device peak, for every strategy") {
+    "a processes run's message buffers all live in the shared heap sized from the largest message peak, for every "
+    "strategy") {
   for (StrategyKind kind : all_strategies()) {
     CAPTURE(strategy_name(kind));
     RunConfig cfg = config(kind, Sharding::zigzag, DType::f32, true);
@@ -155,16 +182,17 @@ TEST_CASE(
     LaunchOptions opt;
     opt.ranks = cfg.problem.ranks;
     opt.backend = Backend::processes;
-    for (std::int64_t peak : memory_need(cfg).device_peak)  // as run.cpp sizes it
+    for (std::int64_t peak : memory_need(cfg).message_peak)  // as run.cpp sizes it
       opt.heap_bytes = std::max(opt.heap_bytes, static_cast<std::size_t>(peak));
     REQUIRE(opt.heap_bytes > 0);
     const auto out = launch(opt, [&](Communicator& comm) {
       run_rank(cfg, comm);
       auto* arena = dynamic_cast<RankArena*>(host_arena());
       if (arena == nullptr) return std::string("no arena");
-      return "misses " + std::to_string(arena->misses());  // allocations that did not fit
+      // Allocations that did not fit, and whether it served any.
+      return "misses " + std::to_string(arena->misses()) + (arena->hits() > 0 ? ", used" : ", unused");
     });
-    for (const auto& o : out) CHECK(o.result == "misses 0");
+    for (const auto& o : out) CHECK(o.result == "misses 0, used");
   }
 }
 
