@@ -1,12 +1,13 @@
-// Whether the tests are built with AddressSanitizer. It reserves terabytes of address space for its shadow memory
-// at start-up, so a program built with it cannot start under RLIMIT_AS, and its resident size counts the shadow and
-// the freed memory it quarantines: tests that limit or measure a child's memory plainly need a plain build.
+// Whether the tests are built with a sanitizer that keeps shadow memory: AddressSanitizer or ThreadSanitizer. Both
+// reserve terabytes of address space for it at start-up, so a program built with one cannot start under RLIMIT_AS,
+// and its resident size counts the shadow (and, for AddressSanitizer, the freed memory it quarantines): tests that
+// limit or measure a child's memory need a plain build.
 #pragma once
 
 namespace cpsim::test {
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kShadowMemory = true;
 #else
-constexpr bool kAddressSanitizer = false;
+constexpr bool kShadowMemory = false;
 #endif
 }  // namespace cpsim::test

@@ -152,9 +152,9 @@ TEST_SUITE("slow") {
         o.stdout_path = (dir / ".out").string();
         o.stderr_path = (dir / ".err").string();
         o.time_limit = std::chrono::seconds(30);
-        // A wrong size turned into an allocation fails, not the machine (a build with AddressSanitizer cannot start
-        // under RLIMIT_AS: there the memory check before allocation is all that guards).
-        if (!test::kAddressSanitizer) o.address_space_limit = std::int64_t{16} << 30;
+        // A wrong size turned into an allocation fails, not the machine (a build with a sanitizer's shadow memory
+        // cannot start under RLIMIT_AS: there the memory check before allocation is all that guards).
+        if (!test::kShadowMemory) o.address_space_limit = std::int64_t{16} << 30;
         const ChildResult r = run_child(argv, o);
         const std::string out = test::slurp(o.stdout_path), err = test::slurp(o.stderr_path);
         fs::remove(o.stdout_path);

@@ -197,10 +197,10 @@ TEST_CASE(
 }
 
 // The two cases that measure a child's memory need a plain build (tests/sanitizer.hpp).
-using cpsim::test::kAddressSanitizer;
+using cpsim::test::kShadowMemory;
 
 TEST_CASE("a refused run allocates nothing large: under a 1 GiB address-space limit it still refuses, exit 2" *
-          doctest::skip(kAddressSanitizer)) {
+          doctest::skip(kShadowMemory)) {
   // 2^30 tokens of 4 heads of 16: 512 GiB of q alone. Anything large allocated before the refusal would fail under
   // RLIMIT_AS with std::bad_alloc (exit 1) instead.
   ChildOptions o;
@@ -222,7 +222,7 @@ TEST_CASE("a refused run allocates nothing large: under a 1 GiB address-space li
 }
 
 TEST_CASE("a run's estimated memory is its peak resident memory, within 15% and the program's own 64 MiB" *
-          doctest::skip(kAddressSanitizer)) {
+          doctest::skip(kShadowMemory)) {
   // Shapes of little compute and much memory (S = 32, 16 heads of 1024), each run as a child process whose peak
   // resident memory the kernel reports. What a rank holds beside its device is its results, as doubles and
   // serialised once; the caller keeps the global inputs only to check them.
