@@ -104,8 +104,7 @@ ShmWorld::ShmWorld(void* base, int ranks, std::size_t arena, bool init)
   status_ = reinterpret_cast<std::atomic<std::int32_t>*>(p);
   p += round_up(sizeof(std::atomic<std::int32_t>) * ranks);
   bells_ = reinterpret_cast<Doorbell*>(p);
-  p += sizeof(Doorbell) * (ranks + 1);
-  rings_ = p;
+  rings_ = static_cast<std::byte*>(base) + rings_at(ranks);  // after the doorbells
   tokens_ = reinterpret_cast<std::atomic<std::uint32_t>*>(static_cast<std::byte*>(base) + tokens_at(ranks, arena));
   heap_ = static_cast<std::byte*>(base) + heap_start(ranks, arena);
   if (!init) return;
