@@ -108,10 +108,24 @@ template <class... C>
                                sign);
 }
 
-// How far the approximation may be from libm's value, relative: the two polynomials' errors (above), libm's log and
-// cos within 1 ulp (the glibc manual's table for x86-64), and the roundings of both formulas sum to below 2^-47;
-// 2^-42 leaves a factor of 32.
-constexpr double kMargin = 0x1.0p-42;
+// How far the approximation a may be from libm's value x, relative: the two polynomials' errors (above), libm's log
+// and cos within 1 ulp (the glibc manual's table for x86-64), and the roundings of both formulas sum to below 2^-47;
+// the test below allows 2^-42 (a factor of 32).
+//
+// x and a round alike unless a tie of the rounding (a point halfway between two neighbouring f32 values) lies
+// between them. For a in [2^e, 2^(e+1)), |x - a| < 2^-42 |a| < 2^(e-41), which is 2^11 of a's ulps (2^(e-52)); a
+// tie of f32 rounding in a's binade is the double whose lowest 29 mantissa bits are 2^28 (the ties nearest a binade's
+// edge are 2^27 ulps or more inside it). So where a's lowest 29 bits are 2^11 or more from 2^28, no tie is within
+// reach and x rounds as a does. bf16 rounding goes through f32 (bf16.hpp), so it changes only where f32's does: the
+// same test holds for it. a = 0 is the sample 0 (u1 = 1), whose sign is cos's: it takes the exact path too.
+[[gnu::always_inline]] inline bool near_f32_tie(double a) {
+  const auto bits = std::bit_cast<std::uint64_t>(a);
+  const std::int64_t from_tie =
+      static_cast<std::int64_t>(bits & ((std::uint64_t{1} << 29) - 1)) - (std::int64_t{1} << 28);
+  constexpr std::int64_t kReach = std::int64_t{1} << 11;
+  const bool zero = (bits << 1) == 0;  // computed apart: GCC vectorises no loop around a || that short-circuits it
+  return (from_tie < kReach && from_tie > -kReach) || zero;
+}
 
 // round_to_dtype for f32 and bf16, inline so that the loops vectorise.
 template <DType T>
@@ -120,35 +134,37 @@ double round_to(double x) {
   return round_to_bf16(x);
 }
 
-// Same bits (a rounding that lands on -0 and +0 is two values).
-bool same_bits(double a, double b) {
-  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+// The uniform of stream index i, its stream's key given (hash3 above).
+[[gnu::always_inline]] inline double uniform(std::uint64_t key, std::uint64_t i) {
+  return to_uniform(splitmix64(key ^ i));
 }
 
 constexpr std::size_t kBlock = 256;
 
-// out[i] = round_to<T>(box_muller(u1[i], u2[i])) for i in [0, n), n <= kBlock: approximated where that decides the
-// rounding, box_muller where it does not (and where the sample is 0: its sign is cos's).
+// out[i] = round_to<T>(box_muller(u1, u2)) of samples i in [0, n), n <= kBlock, whose uniforms are stream indices
+// base + 2i and base + 2i + 1. One loop that vectorises makes the uniforms, the approximation, its rounding and the
+// tie test (nothing stored between them); the rare samples near a tie (about 8 in a million) are then made again by
+// box_muller itself.
 template <DType T>
-void round_block(const double* u1, const double* u2, std::size_t n, double* out) {
-  double approx[kBlock];
+void round_block(std::uint64_t key, std::uint64_t base, std::size_t n, double* out) {
   bool exact[kBlock];
-  for (std::size_t i = 0; i < n; ++i)
-    approx[i] = std::sqrt(-2.0 * poly_log(u1[i])) * poly_cos(2.0 * std::numbers::pi * u2[i]);
+  int near = 0;  // an int, not a bool: GCC vectorises this reduction
   for (std::size_t i = 0; i < n; ++i) {
-    const double margin = std::abs(approx[i]) * kMargin;
-    const double lo = round_to<T>(approx[i] - margin), hi = round_to<T>(approx[i] + margin);
-    out[i] = lo;
-    exact[i] = !same_bits(lo, hi) || approx[i] == 0;
+    const double u1 = uniform(key, base + 2 * i), u2 = uniform(key, base + 2 * i + 1);
+    const double a = std::sqrt(-2.0 * poly_log(u1)) * poly_cos(2.0 * std::numbers::pi * u2);
+    out[i] = round_to<T>(a);
+    exact[i] = near_f32_tie(a);
+    near += exact[i];
   }
+  if (near == 0) return;
   for (std::size_t i = 0; i < n; ++i)
-    if (exact[i]) out[i] = round_to<T>(box_muller(u1[i], u2[i]));
+    if (exact[i]) out[i] = round_to<T>(box_muller(uniform(key, base + 2 * i), uniform(key, base + 2 * i + 1)));
 }
 
 }  // namespace
 
 double uniform_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  return to_uniform(splitmix64(stream_key(seed, stream) ^ index));
+  return uniform(stream_key(seed, stream), index);
 }
 
 double normal_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
@@ -164,28 +180,29 @@ std::vector<double> normals(std::uint64_t seed, std::uint64_t stream, std::size_
 void rounded_normals(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count, DType t,
                      double* out) {
   const std::uint64_t key = stream_key(seed, stream);
-  double u1[kBlock], u2[kBlock];
   for (std::size_t at = 0; at < count; at += kBlock) {
     const std::size_t n = std::min(kBlock, count - at);
-    // 1. The uniforms of samples first + at + i: indices 2 (first + at + i) and 2 (first + at + i) + 1.
-    const std::uint64_t base = 2 * (first + at);
-    for (std::size_t i = 0; i < n; ++i) {
-      u1[i] = to_uniform(splitmix64(key ^ (base + 2 * i)));
-      u2[i] = to_uniform(splitmix64(key ^ (base + 2 * i + 1)));
-    }
-    // 2. The samples, rounded.
+    const std::uint64_t base = 2 * (first + at);  // sample first + at + i: uniforms base + 2i and base + 2i + 1
     double* o = out + at;
     switch (t) {
       case DType::f32:
-        round_block<DType::f32>(u1, u2, n, o);
+        round_block<DType::f32>(key, base, n, o);
         break;
       case DType::bf16:
-        round_block<DType::bf16>(u1, u2, n, o);
+        round_block<DType::bf16>(key, base, n, o);
         break;
       case DType::f64:
-      case DType::i64:
+      case DType::i64: {
+        // libm for every sample (the rounding to f64 is the sample itself); the uniforms first, in a loop of their
+        // own that vectorises (in the loop that calls libm they would not).
+        double u1[kBlock], u2[kBlock];
+        for (std::size_t i = 0; i < n; ++i) {
+          u1[i] = uniform(key, base + 2 * i);
+          u2[i] = uniform(key, base + 2 * i + 1);
+        }
         for (std::size_t i = 0; i < n; ++i) o[i] = box_muller(u1[i], u2[i]);
         break;
+      }
     }
   }
 }

@@ -6,11 +6,11 @@
 // Streams separate tensors of one run (q = 0, k = 1, v = 2, dout = 3, say).
 //
 // rounded_normals makes the same values, rounded to a dtype, many at a time and fast (docs/architecture.md#the-inputs):
-// blocks of samples go through loops that vectorise on AVX2 and AVX-512 (the hash; log and cos as polynomials, error
-// below 2^-46 of the sample), and a sample is rounded to f32 or bf16 from that approximation wherever every value
-// within 2^-42 of it rounds alike, which then holds for libm's value too (rounding is monotonic); the rest (about 6
-// in a million for f32), and every f64 sample, are computed by normal_at itself. So the values are normal_at's, bit
-// for bit. `cpsim bench inputs` times both and compares them.
+// blocks of samples go through one loop that vectorises on AVX2 and AVX-512 (the hash; log and cos as polynomials,
+// error below 2^-46 of the sample), and a sample is rounded to f32 or bf16 from that approximation wherever no tie of
+// the rounding lies within 2^-42 of it, so that libm's value, as close, rounds alike; the rest (about 8 in a
+// million), and every f64 sample, are computed by normal_at itself. So the values are normal_at's, bit for bit.
+// `cpsim bench inputs` times both and compares them.
 #pragma once
 #include <cstddef>
 #include <cstdint>
