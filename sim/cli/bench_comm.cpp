@@ -231,37 +231,40 @@ double memcpy_gbps(std::size_t bytes) {
   return static_cast<double>(bytes) / best / 1e9;
 }
 
-// The machine's copy bound for one call: `copies` copies of `chunk` bytes, shared by two threads (one per core of a
-// 2-core machine), each copy from its own source chunk into its own destination chunk (the call's footprint: 2 x
-// copies x chunk bytes, warm), made both ways the transports copy (memcpy, and streaming stores: copy.hpp), whichever
-// is faster; microseconds per call, the best of kMemcpyRuns runs of calls taking about 2 ms each, per way. Every
-// backend makes at least these copies per call (one per byte received), one of those two ways, so none can be
-// faster: sendrecv C copies of its size, all_gather and all_to_all C (C-1) of one chunk.
-double two_thread_copy_us(std::size_t chunk, int copies) {
+// The machine's copy bound for one call: `copies` copies of `chunk` bytes, copy i reading source chunk i mod
+// `sources` into its own destination chunk (the call's footprint: sources + copies chunks, warm), shared by two
+// threads (one per core of a 2-core machine), made both ways the transports copy (memcpy, and streaming stores:
+// copy.hpp), whichever is faster; microseconds per call, the best of kMemcpyRuns runs of calls taking about 2 ms
+// each, per way. Every backend makes at least these copies per call (one per byte that lands in a receive buffer),
+// one of those two ways, so none can be faster (copies_per_call).
+double two_thread_copy_us(std::size_t chunk, int copies, int sources) {
   constexpr int kMemcpyRuns = 7, kThreads = 2;
   chunk = std::max<std::size_t>(chunk, 1);
   const int each = std::max(1, copies / kThreads);
   const std::size_t span = chunk * static_cast<std::size_t>(each);
   const int iters = static_cast<int>(std::clamp<std::size_t>((std::size_t{20} << 20) / span, 2, 100000));
+  const std::vector<char> src(chunk * static_cast<std::size_t>(sources), 1);  // read by both threads
   // best[way][thread]: way 0 memcpy, way 1 streaming stores.
   std::vector<std::vector<double>> best(2, std::vector<double>(kThreads, 1e300));
   std::barrier sync(kThreads);
   auto body = [&](int t) {
-    std::vector<char> src(span, 1), dst(span, 0);
-    std::memcpy(dst.data(), src.data(), span);  // warm
+    std::vector<char> dst(span, 0);
+    auto from = [&](int c) {  // the source of this thread's copy c
+      return reinterpret_cast<const std::byte*>(src.data()) + ((t * each + c) % sources) * chunk;
+    };
+    for (int c = 0; c < each; ++c) std::memcpy(dst.data() + c * chunk, from(c), chunk);  // warm
     for (int way = 0; way < 2; ++way) {
       for (int run = 0; run < kMemcpyRuns; ++run) {
         sync.arrive_and_wait();
         const auto t0 = Clock::now();
         for (int i = 0; i < iters; ++i) {
-          src[(static_cast<std::size_t>(i) * 64) % span] = static_cast<char>(i);  // the copies cannot be merged away
+          asm volatile("" ::: "memory");  // every call's copies are made: none merged with the last call's
           for (int c = 0; c < each; ++c) {
             std::byte* to = reinterpret_cast<std::byte*>(dst.data()) + c * chunk;
-            const std::byte* from = reinterpret_cast<const std::byte*>(src.data()) + c * chunk;
             if (way == 0)
-              std::memcpy(to, from, chunk);
+              std::memcpy(to, from(c), chunk);
             else
-              stream_copy(to, from, chunk);
+              stream_copy(to, from(c), chunk);
           }
         }
         const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
@@ -276,6 +279,19 @@ double two_thread_copy_us(std::size_t chunk, int copies) {
   other.join();
   // A call lasts as long as its slower half; the bound is the faster way.
   return std::min(std::max(best[0][0], best[0][1]), std::max(best[1][0], best[1][1]));
+}
+
+// The copies a call must make, and from how many distinct sources: a ring sendrecv lands each rank's one message
+// (C copies of its size, each from its own sender); all_to_all lands C chunks in each rank, its own among them
+// (the bench's send and receive buffers lie apart, so every backend, Open MPI included, copies that one too: C^2
+// copies, each chunk from its own source); all_gather lands every rank's one chunk in every rank (C^2 copies of C
+// sources, each read by all C ranks).
+struct CallCopies {
+  int copies, sources;
+};
+CallCopies copies_per_call(Op op, int c) {
+  if (op == Op::sendrecv) return {c, c};
+  return {c * c, op == Op::all_gather ? c : c * c};
 }
 
 struct Row : SizeFigures {
@@ -349,6 +365,16 @@ void print_goals(const std::vector<RatioGoal>& goals, const LatencyGoal (&lat)[2
     }
     std::printf("#   %-46s lowest %.2f (%s; %d row%s): %s\n", g.what.c_str(), *g.lowest, g.at.c_str(), g.rows,
                 g.rows == 1 ? "" : "s", g.met() ? "met" : "not met");
+    if (!g.ceiling) continue;
+    std::string reach = "within reach at every row";
+    if (!g.out_of_reach.empty()) {
+      reach = "out of reach in this run at " + std::to_string(g.out_of_reach.size()) + " of " +
+              std::to_string(g.rows) + " rows (";
+      for (std::size_t i = 0; i < g.out_of_reach.size(); ++i) reach += (i == 0 ? "" : "; ") + g.out_of_reach[i];
+      reach += ")";
+    }
+    std::printf("#     the copy bound over %s: lowest %.2f (%s): %s\n", g.over.c_str(), *g.ceiling,
+                g.ceiling_at.c_str(), reach.c_str());
   }
   for (int t = 0; t < 2; ++t) {
     if (!listed[t]) continue;
@@ -389,7 +415,10 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
   std::optional<double> latency[2];  // threads, processes
   for (std::size_t k = 0; k < nops; ++k)
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      SideRow row{kOps[k], sizes[i], chunk_count(kOps[k], sizes[i], ranks) * 4, {}, {}, {}};
+      SideRow row;
+      row.op = kOps[k];
+      row.size = sizes[i];
+      row.chunk = chunk_count(kOps[k], sizes[i], ranks) * 4;
       for (std::size_t b = 0; b < backends.size(); ++b) {
         const Cell& c = cells[k][b][i];
         (backends[b] == Backend::threads     ? row.threads
@@ -400,19 +429,21 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
       }
       rows.push_back(row);
     }
-  const std::vector<RatioGoal> goals = evaluate_ratio_goals(rows);
-  // The copy bound of the rows the goals cover (two_thread_copy_us), measured after the backends.
+  // The copy bound of the rows the goals cover (two_thread_copy_us), measured after the backends: beside each
+  // row's busbw, and what tells a goal out of reach in this run (bench_comm_goals.hpp).
   struct Bound {
     const SideRow* row;
     double us, busbw;
   };
   std::vector<Bound> bounds;
-  for (const SideRow& row : rows) {
-    if (row.op == Op::reduce_scatter || row.chunk < kGoalChunkLow || row.chunk > kGoalChunkHigh) continue;
-    const int copies = row.op == Op::sendrecv ? ranks : ranks * (ranks - 1);
-    const double us = two_thread_copy_us(row.chunk, copies);
-    bounds.push_back({&row, us, static_cast<double>(row.size) / (us * 1e-6) / 1e9 * bus_factor(row.op, ranks)});
+  for (SideRow& row : rows) {
+    if (!in_goal_rows(row)) continue;
+    const CallCopies cc = copies_per_call(row.op, ranks);
+    const double us = two_thread_copy_us(row.chunk, cc.copies, cc.sources);
+    row.bound = static_cast<double>(row.size) / (us * 1e-6) / 1e9 * bus_factor(row.op, ranks);
+    bounds.push_back({&row, us, *row.bound});
   }
+  const std::vector<RatioGoal> goals = evaluate_ratio_goals(rows);
   const LatencyGoal lat[2] = {latency_goal(true, latency[0]), latency_goal(false, latency[1])};
   const bool listed[2] = {std::find(backends.begin(), backends.end(), Backend::threads) != backends.end(),
                           std::find(backends.begin(), backends.end(), Backend::processes) != backends.end()};
@@ -442,7 +473,14 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
     for (const RatioGoal& g : goals) {
       if (g.rows == 0) continue;
       j.begin_object().key("goal").value(g.what).key("ratio").value(g.goal).key("lowest").value(*g.lowest);
-      j.key("at").value(g.at).key("rows").value(g.rows).key("met").value(g.met()).end_object();
+      j.key("at").value(g.at).key("rows").value(g.rows).key("met").value(g.met());
+      if (g.ceiling) {  // the copy bound over the denominator (bench_comm_goals.hpp: reach)
+        j.key("ceiling").value(*g.ceiling).key("ceiling_at").value(g.ceiling_at);
+        j.key("out_of_reach").begin_array();
+        for (const std::string& at : g.out_of_reach) j.value(at);
+        j.end_array();
+      }
+      j.end_object();
     }
     for (int t = 0; t < 2; ++t) {
       if (!listed[t] || !lat[t].us) continue;
@@ -496,11 +534,11 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
   print_goals(goals, lat, listed);
   if (!bounds.empty()) {
     std::printf(
-        "#\n# copy bound: the call's copies (sendrecv C of its size, all_gather and all_to_all C (C-1) of one chunk) "
-        "made by two threads, one per core, between warm buffers, by memcpy and by streaming stores, whichever is "
-        "faster, best of 7, after the tables: on a quiet machine no "
-        "backend can beat it (other work on the machine moves it as it moves the tables); each backend's busbw as a "
-        "fraction of it:\n");
+        "#\n# copy bound: the copies the call must make (sendrecv C of its size; all_to_all C^2 chunks, each rank's "
+        "own too; all_gather C^2 copies of the C ranks' chunks) made by two threads, one per core, between warm "
+        "buffers, by memcpy and by streaming stores, whichever is faster, best of 7, after the tables: on a quiet "
+        "machine no backend can beat it (other work on the machine moves it as it moves the tables); each backend's "
+        "busbw as a fraction of it:\n");
     std::printf("#   %-12s %7s %12s  %-10s%s\n", "op", "chunk", "bound GB/s", "fraction:", names.c_str());
     for (const Bound& b : bounds) {
       std::printf("#   %-12s %7s %12.2f  %-10s", op_name(b.row->op), human(b.row->chunk).c_str(), b.busbw, "");

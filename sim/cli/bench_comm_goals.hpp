@@ -7,6 +7,11 @@
 //   processes >= 1.2 x mpi          processes >= 0.8 x threads          threads >= 1.5 x mpi
 //   threads >= 2 x mpi for all_to_all with 1 MiB chunks
 // Latency: ring sendrecv of 1 KiB, threads <= 5 us, processes <= 10 us.
+//
+// Reach: where a row has the machine's copy bound (the busbw of the copies its call must make, by two threads:
+// bench_comm.cpp's two_thread_copy_us), no backend can pass it, so bound / the denominator's busbw is the most any
+// numerator could reach over that denominator there. A goal whose ratio that ceiling falls short of at some row is
+// out of reach in that run, whatever the code: the denominator already moves the bytes near the machine's speed.
 #pragma once
 #include <cstddef>
 #include <optional>
@@ -43,39 +48,55 @@ struct SideRow {
   CommOp op = CommOp::sendrecv;
   std::size_t size = 0, chunk = 0;  // nccl-tests size; per-peer chunk bytes
   std::optional<double> threads, processes, mpi;
+  std::optional<double> bound;  // the copy bound's busbw (GB/s) where it was measured
 };
 
 struct RatioGoal {
   std::string what;  // "processes >= 1.2 x mpi"
+  std::string over;  // its denominator's backend: "mpi"
   double goal = 0;
   std::optional<double> lowest;  // the lowest ratio over the rows it covers that have both backends
   std::string at;                // where: "all_gather, 64K chunks"
   int rows = 0;                  // rows it covers
+  std::optional<double> ceiling;  // the lowest bound / denominator over its rows with a bound
+  std::string ceiling_at;
+  std::vector<std::string> out_of_reach;  // the rows where that ratio is below the goal, in row order
   bool met() const { return lowest && *lowest >= goal; }
 };
 
 constexpr std::size_t kGoalChunkLow = std::size_t{64} << 10, kGoalChunkHigh = std::size_t{16} << 20;
 
+// Rows the bandwidth goals cover: sendrecv, all_gather and all_to_all with chunks of 64 KiB to 16 MiB.
+inline bool in_goal_rows(const SideRow& row) {
+  return row.op != CommOp::reduce_scatter && row.chunk >= kGoalChunkLow && row.chunk <= kGoalChunkHigh;
+}
+
+inline std::string row_name(const SideRow& row) {
+  return std::string(comm_op_name(row.op)) + ", " + human_bytes(row.chunk) + " chunks";
+}
+
 // The four ratio goals above, in that order (a goal whose backends were not both measured has no rows).
 inline std::vector<RatioGoal> evaluate_ratio_goals(const std::vector<SideRow>& rows) {
   using Side = std::optional<double> SideRow::*;
   struct Def {
-    std::string what;
+    std::string what, over;
     double goal;
     Side num, den;
     bool all_to_all_1m_only;
   };
-  const Def defs[] = {{"processes >= 1.2 x mpi", 1.2, &SideRow::processes, &SideRow::mpi, false},
-                      {"processes >= 0.8 x threads", 0.8, &SideRow::processes, &SideRow::threads, false},
-                      {"threads >= 1.5 x mpi", 1.5, &SideRow::threads, &SideRow::mpi, false},
-                      {"threads >= 2 x mpi, all_to_all with 1M chunks", 2.0, &SideRow::threads, &SideRow::mpi, true}};
+  const Def defs[] = {
+      {"processes >= 1.2 x mpi", "mpi", 1.2, &SideRow::processes, &SideRow::mpi, false},
+      {"processes >= 0.8 x threads", "threads", 0.8, &SideRow::processes, &SideRow::threads, false},
+      {"threads >= 1.5 x mpi", "mpi", 1.5, &SideRow::threads, &SideRow::mpi, false},
+      {"threads >= 2 x mpi, all_to_all with 1M chunks", "mpi", 2.0, &SideRow::threads, &SideRow::mpi, true}};
   std::vector<RatioGoal> out;
   for (const Def& d : defs) {
     RatioGoal g;
     g.what = d.what;
+    g.over = d.over;
     g.goal = d.goal;
     for (const SideRow& row : rows) {
-      if (row.op == CommOp::reduce_scatter || row.chunk < kGoalChunkLow || row.chunk > kGoalChunkHigh) continue;
+      if (!in_goal_rows(row)) continue;
       if (d.all_to_all_1m_only && (row.op != CommOp::all_to_all || row.chunk != (std::size_t{1} << 20))) continue;
       const std::optional<double>&num = row.*d.num, &den = row.*d.den;
       if (!num || !den || *den <= 0) continue;
@@ -83,7 +104,14 @@ inline std::vector<RatioGoal> evaluate_ratio_goals(const std::vector<SideRow>& r
       const double ratio = *num / *den;
       if (!g.lowest || ratio < *g.lowest) {
         g.lowest = ratio;
-        g.at = std::string(comm_op_name(row.op)) + ", " + human_bytes(row.chunk) + " chunks";
+        g.at = row_name(row);
+      }
+      if (!row.bound) continue;
+      const double ceiling = *row.bound / *den;
+      if (ceiling < d.goal) g.out_of_reach.push_back(row_name(row));
+      if (!g.ceiling || ceiling < *g.ceiling) {
+        g.ceiling = ceiling;
+        g.ceiling_at = row_name(row);
       }
     }
     out.push_back(g);

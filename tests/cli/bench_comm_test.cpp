@@ -81,13 +81,16 @@ TEST_CASE("bench comm side by side evaluates the goals its backends allow, and s
   // 128K: sendrecv's chunk is 128K, all_gather's and all_to_all's 64K; reduce_scatter is not a goal's operation.
   CHECK(count(r.out, "#   processes >= 0.8 x threads") == 1);
   CHECK(count(r.out, " chunks; 3 rows): ") == 1);
+  // Under it, the most the copy bound leaves over threads at those rows, and whether 0.8 x is within reach.
+  CHECK(count(r.out, "\n#     the copy bound over threads: lowest ") == 1);
+  CHECK(count(r.out, "\n#     the copy bound over") == 1);
   CHECK(count(r.out, "not evaluated (needs both backends and such chunks in the sweep)") == 3);
   CHECK(count(r.out, "#   threads sendrecv at 1K <= 5 us: ") == 1);
   CHECK(count(r.out, "#   processes sendrecv at 1K <= 10 us: ") == 1);
   // Each table row: size, then two busy columns and two busbw columns, then #wrong.
   CHECK(rows_with_none_wrong(r.out, 6) == 8);
   // The copy bound of the rows the goals cover, each backend's busbw as a fraction of it.
-  CHECK(count(r.out, "\n# copy bound: the call's copies") == 1);
+  CHECK(count(r.out, "\n# copy bound: the copies the call must make") == 1);
   CHECK(count(r.out, "\n#   sendrecv        128K ") == 1);
   CHECK(count(r.out, "\n#   all_gather       64K ") == 1);
   CHECK(count(r.out, "\n#   all_to_all       64K ") == 1);
@@ -100,6 +103,8 @@ TEST_CASE("bench comm side by side --json lists each evaluated goal with its low
   REQUIRE(r.rc == 0);
   CHECK(count(r.out, "\"goal\":\"processes >= 0.8 x threads\",\"ratio\":0.8") == 1);
   CHECK(count(r.out, "\"rows\":3") == 1);
+  CHECK(count(r.out, "\"ceiling\":") == 1);  // the copy bound over threads
+  CHECK(count(r.out, "\"out_of_reach\":[") == 1);
   CHECK(count(r.out, "\"goal\":\"threads sendrecv 1K <= 5 us\",\"us\":") == 1);
   CHECK(count(r.out, "\"goal\":\"processes sendrecv 1K <= 10 us\",\"us\":") == 1);
   CHECK(count(r.out, "x mpi") == 0);  // not measured: not listed

@@ -11,7 +11,7 @@ constexpr std::size_t K = 1024, M = 1024 * 1024;
 
 SideRow row(CommOp op, std::size_t chunk, std::optional<double> threads, std::optional<double> processes,
             std::optional<double> mpi) {
-  return SideRow{op, op == CommOp::sendrecv ? chunk : 4 * chunk, chunk, threads, processes, mpi};
+  return SideRow{op, op == CommOp::sendrecv ? chunk : 4 * chunk, chunk, threads, processes, mpi, {}};
 }
 
 }  // namespace
@@ -55,6 +55,36 @@ TEST_CASE("bench comm goals: met at the ratio exactly; a goal whose backends wer
   CHECK(g[1].met());
   CHECK(g[2].rows == 0);
   CHECK(g[3].rows == 0);
+}
+
+TEST_CASE("bench comm goals: a goal is out of reach at a row where the copy bound over its denominator is below it") {
+  std::vector<SideRow> rows = {row(CommOp::sendrecv, 64 * K, 6.0, 5.0, 2.0),  // bound / mpi 5, / threads 1.67
+                               row(CommOp::all_to_all, M, 4.5, 4.4, 4.0),     // bound / mpi 1.25, / threads 1.11
+                               row(CommOp::all_gather, 4 * M, 5.0, 4.0, 3.0)};  // no bound measured
+  rows[0].bound = 10.0;
+  rows[1].bound = 5.0;
+  const std::vector<RatioGoal> g = evaluate_ratio_goals(rows);
+  CHECK(g[0].over == "mpi");
+  REQUIRE(g[0].ceiling);
+  CHECK(*g[0].ceiling == doctest::Approx(1.25));
+  CHECK(g[0].ceiling_at == "all_to_all, 1M chunks");
+  CHECK(g[0].out_of_reach.empty());  // 1.2 x mpi: within reach at both rows with a bound
+  CHECK(g[1].over == "threads");
+  CHECK(*g[1].ceiling == doctest::Approx(5.0 / 4.5));
+  CHECK(g[1].out_of_reach.empty());
+  CHECK(*g[2].ceiling == doctest::Approx(1.25));
+  CHECK(g[2].out_of_reach == std::vector<std::string>{"all_to_all, 1M chunks"});  // 1.5 x mpi: beyond the bound
+  CHECK(g[2].rows == 3);
+  CHECK(g[3].out_of_reach.size() == 1);  // 2 x mpi at all_to_all 1M: its one row
+  CHECK(g[3].rows == 1);
+}
+
+TEST_CASE("bench comm goals: without a measured bound a goal has no ceiling and nothing out of reach") {
+  const std::vector<RatioGoal> g = evaluate_ratio_goals({row(CommOp::all_to_all, M, 9.0, 8.0, 4.0)});
+  for (const RatioGoal& x : g) {
+    CHECK_FALSE(x.ceiling);
+    CHECK(x.out_of_reach.empty());
+  }
 }
 
 TEST_CASE("bench comm goals: the 1 KiB sendrecv latency, at most 5 us on threads and 10 us on processes") {
