@@ -432,8 +432,8 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
   // The copy bound of the rows the goals cover (two_thread_copy_us), measured after the backends: beside each
   // row's busbw, and what tells a goal out of reach in this run (bench_comm_goals.hpp).
   struct Bound {
-    const SideRow* row;
-    double us, busbw;
+    const SideRow* row;  // its busbw: row->bound
+    double us;
   };
   std::vector<Bound> bounds;
   for (SideRow& row : rows) {
@@ -441,7 +441,7 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
     const CallCopies cc = copies_per_call(row.op, ranks);
     const double us = two_thread_copy_us(row.chunk, cc.copies, cc.sources);
     row.bound = static_cast<double>(row.size) / (us * 1e-6) / 1e9 * bus_factor(row.op, ranks);
-    bounds.push_back({&row, us, *row.bound});
+    bounds.push_back({&row, us});
   }
   const std::vector<RatioGoal> goals = evaluate_ratio_goals(rows);
   const LatencyGoal lat[2] = {latency_goal(true, latency[0]), latency_goal(false, latency[1])};
@@ -491,7 +491,7 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
     j.end_array().key("copy_bound").begin_array();
     for (const Bound& b : bounds) {
       j.begin_object().key("op").value(op_name(b.row->op)).key("size").value(static_cast<std::int64_t>(b.row->size));
-      j.key("time_us").value(b.us).key("busbw_gbps").value(b.busbw).end_object();
+      j.key("time_us").value(b.us).key("busbw_gbps").value(*b.row->bound).end_object();
     }
     j.end_array().end_object();
     std::cout << j.str() << "\n";
@@ -541,12 +541,12 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
         "busbw as a fraction of it:\n");
     std::printf("#   %-12s %7s %12s  %-10s%s\n", "op", "chunk", "bound GB/s", "fraction:", names.c_str());
     for (const Bound& b : bounds) {
-      std::printf("#   %-12s %7s %12.2f  %-10s", op_name(b.row->op), human(b.row->chunk).c_str(), b.busbw, "");
+      std::printf("#   %-12s %7s %12.2f  %-10s", op_name(b.row->op), human(b.row->chunk).c_str(), *b.row->bound, "");
       for (Backend be : backends) {
         const std::optional<double>& v = be == Backend::threads     ? b.row->threads
                                          : be == Backend::processes ? b.row->processes
                                                                     : b.row->mpi;
-        std::printf(" %10.2f", v ? *v / b.busbw : 0.0);
+        std::printf(" %10.2f", v ? *v / *b.row->bound : 0.0);
       }
       std::printf("\n");
     }

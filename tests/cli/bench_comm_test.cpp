@@ -81,7 +81,8 @@ TEST_CASE("bench comm side by side evaluates the goals its backends allow, and s
   // 128K: sendrecv's chunk is 128K, all_gather's and all_to_all's 64K; reduce_scatter is not a goal's operation.
   CHECK(count(r.out, "#   processes >= 0.8 x threads") == 1);
   CHECK(count(r.out, " chunks; 3 rows): ") == 1);
-  // Under it, the most the copy bound leaves over threads at those rows, and whether 0.8 x is within reach.
+  // Under it, the most the copy bound leaves over threads at those rows, and whether 0.8 x is within reach; the goals
+  // not evaluated have no such line.
   CHECK(count(r.out, "\n#     the copy bound over threads: lowest ") == 1);
   CHECK(count(r.out, "\n#     the copy bound over") == 1);
   CHECK(count(r.out, "not evaluated (needs both backends and such chunks in the sweep)") == 3);
