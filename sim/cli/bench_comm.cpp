@@ -1,5 +1,5 @@
 // `cpsim bench comm`: nccl-tests-style bandwidth tables for ring sendrecv, all_gather, reduce_scatter and
-// all_to_all on one backend, beside single-thread memcpy measured in the same run.
+// all_to_all on one backend, beside single-thread memcpy and streaming copies measured in the same run.
 //
 //   size   nccl-tests' meaning: sendrecv bytes per rank; all_gather the gathered output; reduce_scatter the input
 //          of each rank; all_to_all each rank's buffer. Each rank's chunk (one message, per peer) is size / C, except
@@ -9,8 +9,10 @@
 //          one least disturbed).
 //   algbw  size / time;  busbw = algbw x factor: sendrecv 1, the three collectives (C-1)/C (nccl-tests).
 //   #wrong elements that differ from the call's definition in a checked call made before the timed ones.
-//   memcpy single-thread memcpy of one chunk between two warm buffers of the chunk's size, the best of 7 runs
-//          (a reference for the machine's copy speed; bus/mem = busbw / memcpy).
+//   memcpy single-thread memcpy of one chunk between two warm, 64-byte aligned buffers of the chunk's size, the
+//          best of 7 runs (a reference for the machine's copy speed; bus/mem = busbw / memcpy).
+//   stream the same copy with the transports' streaming stores (sim/comm/copy.hpp: stream_copy), which they use
+//          from stream_threshold() on: where it beats memcpy the machine's memory, not its cache, sets the pace.
 // The ranks' buffers are host memory from the process's arena (sim/core/host_arena.hpp): on the processes backend
 // the shared heap, sized here to the buffers, so messages are copied once, as a run's are.
 //
@@ -77,6 +79,9 @@ float value(int r, int p, std::size_t i) {
 }
 
 using HostFloats = std::vector<float, ArenaAllocator<float>>;  // in the shared heap on processes
+// The copy references' buffers: 64-byte aligned as the ranks' are (host_arena.hpp), so that no two of them lie a
+// few bytes apart modulo 4 KiB, where glibc's memcpy stalls on some machines (sim/comm/copy.cpp).
+using AlignedBytes = std::vector<char, ArenaAllocator<char>>;
 struct Buffers {
   HostFloats send, recv;
 };
@@ -189,7 +194,7 @@ std::size_t sweep_heap_bytes(std::size_t largest, int c) {
 }
 
 // The memory a sweep up to `largest` holds, refused before anything is allocated, as `cpsim run` refuses
-// (sim/runtime/memory_need.hpp): every rank's buffers (sweep_heap_bytes) and memcpy_gbps' two buffers of at most
+// (sim/runtime/memory_need.hpp): every rank's buffers (sweep_heap_bytes) and copy_gbps' two buffers of at most
 // the largest size. `limit` (--memory-limit, bytes; 0: none) replaces the memory detected (host_memory.hpp).
 void check_sweep_memory(std::size_t largest, int ranks, std::int64_t limit) {
   const HostMemory mem = limit > 0 ? HostMemory{{limit, "--memory-limit"}, {limit, "--memory-limit"}} : host_memory();
@@ -209,12 +214,12 @@ void check_sweep_memory(std::size_t largest, int ranks, std::int64_t limit) {
           fix + ", or set the limit with --memory-limit BYTES");
 }
 
-// Single-thread memcpy GB/s of `bytes`-byte copies between two warm buffers of that size: the best of kMemcpyRuns
-// runs of copies taking about 2 ms each.
-double memcpy_gbps(std::size_t bytes) {
+// Single-thread GB/s of `bytes`-byte copies between two warm, 64-byte aligned buffers of that size, by memcpy or
+// (`stream`) by the transports' streaming stores: the best of kMemcpyRuns runs of copies taking about 2 ms each.
+double copy_gbps(std::size_t bytes, bool stream) {
   constexpr int kMemcpyRuns = 7;
   bytes = std::max<std::size_t>(bytes, 1);
-  std::vector<char> a(bytes, 1), b(bytes, 0);
+  AlignedBytes a(bytes, 1), b(bytes, 0);
   std::memcpy(b.data(), a.data(), bytes);  // both warm: mapped and in the caches they fit in
   const int iters = static_cast<int>(std::clamp<std::size_t>((std::size_t{20} << 20) / bytes, 2, 100000));
   double best = 1e300;
@@ -222,7 +227,10 @@ double memcpy_gbps(std::size_t bytes) {
     const auto t0 = Clock::now();
     for (int i = 0; i < iters; ++i) {
       a[(static_cast<std::size_t>(i) * 64) % bytes] = static_cast<char>(i);  // the copies cannot be merged away
-      std::memcpy(b.data(), a.data(), bytes);
+      if (stream)
+        stream_copy(b.data(), a.data(), bytes);
+      else
+        std::memcpy(b.data(), a.data(), bytes);
     }
     best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / iters);
   }
@@ -243,12 +251,12 @@ double two_thread_copy_us(std::size_t chunk, int copies, int sources) {
   const int each = std::max(1, copies / kThreads);
   const std::size_t span = chunk * static_cast<std::size_t>(each);
   const int iters = static_cast<int>(std::clamp<std::size_t>((std::size_t{20} << 20) / span, 2, 100000));
-  const std::vector<char> src(chunk * static_cast<std::size_t>(sources), 1);  // read by both threads
+  const AlignedBytes src(chunk * static_cast<std::size_t>(sources), 1);  // read by both threads
   // best[way][thread]: way 0 memcpy, way 1 streaming stores.
   std::vector<std::vector<double>> best(2, std::vector<double>(kThreads, 1e300));
   std::barrier sync(kThreads);
   auto body = [&](int t) {
-    std::vector<char> dst(span, 0);
+    AlignedBytes dst(span, 0);
     auto from = [&](int c) {  // the source of this thread's copy c
       return reinterpret_cast<const std::byte*>(src.data()) + ((t * each + c) % sources) * chunk;
     };
@@ -296,7 +304,7 @@ CallCopies copies_per_call(Op op, int c) {
 
 struct Row : SizeFigures {
   std::size_t size = 0, chunk_bytes = 0;
-  double algbw = 0, busbw = 0, memcpy = 0;
+  double algbw = 0, busbw = 0, memcpy = 0, stream = 0;
 };
 
 std::string human(std::size_t bytes) {
@@ -402,47 +410,49 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
   for (std::size_t k = 0; k < nops; ++k)
     for (std::size_t j = 0; j < backends.size(); ++j)
       if (backends[j] == Backend::mpi) cells[k][j] = measure(Backend::mpi, kOps[k], ranks, sizes, form);
-  // STEP 2: the others, by rank 0 alone.
-  run_on_rank0([&] {
-    for (std::size_t k = 0; k < nops; ++k)
-      for (std::size_t j = 0; j < backends.size(); ++j)
-        if (backends[j] != Backend::mpi) cells[k][j] = measure(backends[j], kOps[k], ranks, sizes, form);
-  });
-  if (launcher_rank() > 0) return 0;  // rank 0 reports
-
-  // The goals (bench_comm_goals.hpp) over the rows: every backend's busbw, and the 1 KiB sendrecv times.
+  // STEP 2: the others, by rank 0 alone; then (STEP 3) the rows and (STEP 4) their copy bounds, still while the
+  // job's other processes wait idle (run_on_rank0), not while they leave the job.
   std::vector<SideRow> rows;
   std::optional<double> latency[2];  // threads, processes
-  for (std::size_t k = 0; k < nops; ++k)
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-      SideRow row;
-      row.op = kOps[k];
-      row.size = sizes[i];
-      row.chunk = chunk_count(kOps[k], sizes[i], ranks) * 4;
-      for (std::size_t b = 0; b < backends.size(); ++b) {
-        const Cell& c = cells[k][b][i];
-        (backends[b] == Backend::threads     ? row.threads
-         : backends[b] == Backend::processes ? row.processes
-                                             : row.mpi) = c.busbw;
-        if (kOps[k] == Op::sendrecv && sizes[i] == 1024 && backends[b] != Backend::mpi)
-          latency[backends[b] == Backend::threads ? 0 : 1] = c.us;
-      }
-      rows.push_back(row);
-    }
-  // The copy bound of the rows the goals cover (two_thread_copy_us), measured after the backends: beside each
-  // row's busbw, and what tells a goal out of reach in this run (bench_comm_goals.hpp).
+  // The copy bound of the rows the goals cover (two_thread_copy_us): beside each row's busbw, and what tells a
+  // goal out of reach in this run (bench_comm_goals.hpp).
   struct Bound {
     const SideRow* row;  // its busbw: row->bound
     double us;
   };
   std::vector<Bound> bounds;
-  for (SideRow& row : rows) {
-    if (!in_goal_rows(row)) continue;
-    const CallCopies cc = copies_per_call(row.op, ranks);
-    const double us = two_thread_copy_us(row.chunk, cc.copies, cc.sources);
-    row.bound = static_cast<double>(row.size) / (us * 1e-6) / 1e9 * bus_factor(row.op, ranks);
-    bounds.push_back({&row, us});
-  }
+  run_on_rank0([&] {
+    for (std::size_t k = 0; k < nops; ++k)
+      for (std::size_t j = 0; j < backends.size(); ++j)
+        if (backends[j] != Backend::mpi) cells[k][j] = measure(backends[j], kOps[k], ranks, sizes, form);
+    // STEP 3: the goals' rows (bench_comm_goals.hpp): every backend's busbw, and the 1 KiB sendrecv times.
+    for (std::size_t k = 0; k < nops; ++k)
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        SideRow row;
+        row.op = kOps[k];
+        row.size = sizes[i];
+        row.chunk = chunk_count(kOps[k], sizes[i], ranks) * 4;
+        for (std::size_t b = 0; b < backends.size(); ++b) {
+          const Cell& c = cells[k][b][i];
+          (backends[b] == Backend::threads     ? row.threads
+           : backends[b] == Backend::processes ? row.processes
+                                               : row.mpi) = c.busbw;
+          if (kOps[k] == Op::sendrecv && sizes[i] == 1024 && backends[b] != Backend::mpi)
+            latency[backends[b] == Backend::threads ? 0 : 1] = c.us;
+        }
+        rows.push_back(row);
+      }
+    // STEP 4: the bounds, after the backends (rows no longer grows: the pointers hold).
+    for (SideRow& row : rows) {
+      if (!in_goal_rows(row)) continue;
+      const CallCopies cc = copies_per_call(row.op, ranks);
+      const double us = two_thread_copy_us(row.chunk, cc.copies, cc.sources);
+      row.bound = static_cast<double>(row.size) / (us * 1e-6) / 1e9 * bus_factor(row.op, ranks);
+      bounds.push_back({&row, us});
+    }
+  });
+  if (launcher_rank() > 0) return 0;  // rank 0 reports
+
   const std::vector<RatioGoal> goals = evaluate_ratio_goals(rows);
   const LatencyGoal lat[2] = {latency_goal(true, latency[0]), latency_goal(false, latency[1])};
   const bool listed[2] = {std::find(backends.begin(), backends.end(), Backend::threads) != backends.end(),
@@ -616,7 +626,8 @@ int bench_comm(const std::vector<std::string>& args) {
       row.chunk_bytes = chunk_count(op, sizes[i], ranks) * 4;
       row.algbw = static_cast<double>(row.size) / (row.us * 1e-6) / 1e9;
       row.busbw = row.algbw * bus_factor(op, ranks);
-      row.memcpy = memcpy_gbps(row.chunk_bytes);
+      row.memcpy = copy_gbps(row.chunk_bytes, false);
+      row.stream = copy_gbps(row.chunk_bytes, true);
     }
     table.push_back(std::move(rows));
   }
@@ -640,7 +651,8 @@ int bench_comm(const std::vector<std::string>& args) {
         j.key("chunk_bytes").value(static_cast<std::int64_t>(row.chunk_bytes)).key("time_us").value(row.us);
         j.key("algbw_gbps").value(row.algbw).key("busbw_gbps").value(row.busbw).key("wrong").value(row.wrong);
         j.key("calls_per_run").value(row.calls);
-        j.key("memcpy_gbps").value(row.memcpy).key("busbw_over_memcpy").value(row.busbw / row.memcpy);
+        j.key("memcpy_gbps").value(row.memcpy).key("stream_gbps").value(row.stream);
+        j.key("busbw_over_memcpy").value(row.busbw / row.memcpy);
         j.end_object();
       }
       j.end_array().end_object();
@@ -657,20 +669,24 @@ int bench_comm(const std::vector<std::string>& args) {
 
   std::printf("# cpsim bench comm: backend %s, %d ranks; sizes %s..%s x%d\n", backend.c_str(), ranks, human(lo).c_str(),
               human(hi).c_str(), step);
-  std::printf("# memcpy: one thread, one chunk between two warm buffers of its size, best of 7 runs, same run\n");
+  std::printf("# memcpy: one thread, one chunk between two warm, 64-byte aligned buffers of its size, best of 7 runs, "
+              "same run\n");
+  std::printf("# stream: the same copy with the transports' streaming stores, which they use from %s on\n",
+              human(stream_threshold()).c_str());
   if (form)
     std::printf("# collectives: %s (imposed by --collectives)\n", form_name.c_str());
   else
     std::printf("# collectives: the backend's own forms (docs/backends-threads-processes.md)\n");
   for (std::size_t k = 0; k < table.size(); ++k) {
     std::printf("#\n# %s (busbw factor %.3g)\n", op_name(kOps[k]), bus_factor(kOps[k], ranks));
-    std::printf("# %10s %12s %6s %10s %10s %10s %8s %10s %8s\n", "size", "count", "type", "time", "algbw", "busbw",
-                "#wrong", "memcpy", "bus/mem");
-    std::printf("# %10s %12s %6s %10s %10s %10s %8s %10s %8s\n", "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)",
-                "", "(GB/s)", "");
+    std::printf("# %10s %12s %6s %10s %10s %10s %8s %10s %10s %8s\n", "size", "count", "type", "time", "algbw", "busbw",
+                "#wrong", "memcpy", "stream", "bus/mem");
+    std::printf("# %10s %12s %6s %10s %10s %10s %8s %10s %10s %8s\n", "(B)", "(elements)", "", "(us)", "(GB/s)",
+                "(GB/s)", "", "(GB/s)", "(GB/s)", "");
     for (const Row& row : table[k]) {
-      std::printf("  %10zu %12zu %6s %10.2f %10.2f %10.2f %8lld %10.2f %8.2f\n", row.size, row.size / 4, "float",
-                  row.us, row.algbw, row.busbw, static_cast<long long>(row.wrong), row.memcpy, row.busbw / row.memcpy);
+      std::printf("  %10zu %12zu %6s %10.2f %10.2f %10.2f %8lld %10.2f %10.2f %8.2f\n", row.size, row.size / 4, "float",
+                  row.us, row.algbw, row.busbw, static_cast<long long>(row.wrong), row.memcpy, row.stream,
+                  row.busbw / row.memcpy);
     }
   }
   std::printf("#\n# goal: ring sendrecv at 1K <= %.0f us: ", latency.goal_us);

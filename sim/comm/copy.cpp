@@ -16,27 +16,42 @@ namespace cpsim {
 namespace {
 
 // The sanitizers do not see a streaming store's bytes (GCC's builtin is not instrumented), so their builds copy
-// with memcpy, which they check exactly.
+// with memcpy, which they check exactly, in place of both loops below.
 #if defined(__SSE2__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-constexpr bool kStreams = true;
+constexpr bool kOwnLoops = true;
 #else
-constexpr bool kStreams = false;
+constexpr bool kOwnLoops = false;
 #endif
 
-constexpr std::size_t kLine = 64, kPage = 4096, kBlock = 4 * kPage, kAhead = 4 * kLine;
+constexpr std::size_t kLine = 64, kAhead = 4 * kLine, kPage = 4096;
+
+// glibc's memcpy copies with `rep movsb` from 2 KiB (glibc.cpu.x86_rep_movsb_threshold) up. On an AMD Zen 3 core
+// that ran at about 2 GB/s, against 30-45 GB/s, whenever the destination lay 1 to 31 bytes past the source modulo
+// 4 KiB (measured at 8, 16 and 24 bytes, every source alignment; 0 and 32 were fast; docs/performance/comm.md,
+// "Streaming copies"): each store then falls on the page offset of a load that follows it. A plain vector loop
+// does not stall there.
+constexpr std::size_t kMovsbFrom = 2048, kAliasGap = 32;
+
+bool movsb_would_stall(const void* to, const void* from, std::size_t n) {
+  const std::size_t gap = (reinterpret_cast<std::uintptr_t>(to) - reinterpret_cast<std::uintptr_t>(from)) % kPage;
+  return n >= kMovsbFrom && gap > 0 && gap < kAliasGap;
+}
 
 #if defined(__SSE2__)
-// One 64-byte line: four unaligned 16-byte loads, four streaming stores to the aligned destination (the line is
-// written whole, never read).
-inline void stream_line(std::byte* to, const std::byte* from) {
+// One 64-byte line: four unaligned 16-byte loads, then four stores: cached and unaligned, or (Stream) streaming, to
+// an aligned destination (the line is written whole, never read).
+template <bool Stream>
+inline void move_line(std::byte* to, const std::byte* from) {
   const auto* src = reinterpret_cast<const __m128i*>(from);
   auto* dst = reinterpret_cast<__m128i*>(to);
-  const __m128i a = _mm_loadu_si128(src), b = _mm_loadu_si128(src + 1), c = _mm_loadu_si128(src + 2),
-                e = _mm_loadu_si128(src + 3);
-  _mm_stream_si128(dst, a);
-  _mm_stream_si128(dst + 1, b);
-  _mm_stream_si128(dst + 2, c);
-  _mm_stream_si128(dst + 3, e);
+  const __m128i v[4] = {_mm_loadu_si128(src), _mm_loadu_si128(src + 1), _mm_loadu_si128(src + 2),
+                        _mm_loadu_si128(src + 3)};
+  for (int k = 0; k < 4; ++k) {
+    if constexpr (Stream)
+      _mm_stream_si128(dst + k, v[k]);
+    else
+      _mm_storeu_si128(dst + k, v[k]);
+  }
 }
 #endif
 
@@ -44,47 +59,59 @@ inline void stream_line(std::byte* to, const std::byte* from) {
 
 std::size_t stream_threshold() {
   static const std::size_t threshold = [] {
-    constexpr std::size_t kLow = std::size_t{256} << 10, kHigh = std::size_t{4} << 20, kUnknown = std::size_t{1} << 20;
+    constexpr std::size_t kLow = std::size_t{1} << 20, kHigh = std::size_t{4} << 20;
     const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return l2 > 0 ? std::clamp(static_cast<std::size_t>(l2) / 2, kLow, kHigh) : kUnknown;
+    return l2 > 0 ? std::clamp(static_cast<std::size_t>(l2) / 2, kLow, kHigh) : kLow;
   }();
   return threshold;
 }
 
 void copy_bytes(void* to, const void* from, std::size_t n, std::size_t call_bytes) {
-  if (std::max(n, call_bytes) < stream_threshold())
-    std::memcpy(to, from, n);
-  else
+  if (std::max(n, call_bytes) >= stream_threshold())
     stream_copy(to, from, n);
+  else if (movsb_would_stall(to, from, n))
+    line_copy(to, from, n);
+  else
+    std::memcpy(to, from, n);
 }
 
-void stream_copy(void* to, const void* from, std::size_t n) {
-  if constexpr (!kStreams) {
+namespace {
+
+// The vector loops of line_copy and (Stream) stream_copy.
+template <bool Stream>
+void copy_lines(void* to, const void* from, std::size_t n) {
+  if constexpr (!kOwnLoops) {
     std::memcpy(to, from, n);
   } else {
 #if defined(__SSE2__)
     auto* d = static_cast<std::byte*>(to);
     const auto* s = static_cast<const std::byte*>(from);
-    // 1. Up to the destination's first whole line, with memcpy.
+    // 1. Up to the destination's first whole line, with memcpy (under 64 bytes: never `rep movsb`).
     const std::size_t head = std::min(n, (kLine - reinterpret_cast<std::uintptr_t>(d) % kLine) % kLine);
     std::memcpy(d, s, head);
     std::size_t i = head;
-    // 2. Blocks of four pages, a line of each page in turn: four streams for the memory to serve at once, each
-    //    source prefetched four lines ahead (glibc's large copies interleave four pages the same way).
-    for (; i + kBlock <= n; i += kBlock) {
-      for (std::size_t at = 0; at < kPage; at += kLine) {
-        for (std::size_t p = 0; p < kBlock; p += kPage) {
-          _mm_prefetch(reinterpret_cast<const char*>(s + i + p + at + kAhead), _MM_HINT_T0);
-          stream_line(d + i + p + at, s + i + p + at);
-        }
-      }
+    // 2. The whole lines, in order: one stream. Streaming, each source line is prefetched four lines ahead.
+    //    Interleaving four pages (as glibc's largest copies do) made the backends' large messages 4-8 x slower on
+    //    an AMD Zen 3 machine than one stream (docs/performance/comm.md, "Streaming copies").
+    for (; i + kLine <= n; i += kLine) {
+      if constexpr (Stream) _mm_prefetch(reinterpret_cast<const char*>(s + i + kAhead), _MM_HINT_T0);
+      move_line<Stream>(d + i, s + i);
     }
-    // 3. The whole lines left, then the last part line with memcpy; 4. the fence.
-    for (; i + kLine <= n; i += kLine) stream_line(d + i, s + i);
+    // 3. The last part line with memcpy; 4. streaming, the fence.
     std::memcpy(d + i, s + i, n - i);
-    _mm_sfence();
+    if constexpr (Stream) _mm_sfence();
 #endif
   }
+}
+
+}  // namespace
+
+void line_copy(void* to, const void* from, std::size_t n) {
+  copy_lines<false>(to, from, n);
+}
+
+void stream_copy(void* to, const void* from, std::size_t n) {
+  copy_lines<true>(to, from, n);
 }
 
 }  // namespace cpsim

@@ -37,17 +37,20 @@ void check_calls_per_run(const std::string& json, std::size_t rows) {
 
 }  // namespace
 
-TEST_CASE("bench comm on one backend prints its tables, how memcpy was measured, and the latency goal") {
+TEST_CASE("bench comm on one backend prints its tables, how its copies were measured, and the latency goal") {
   // 2 ranks, sizes 1K and 32K: the latency row is in the sweep.
   const auto r =
       run_cli("bench comm --backend threads --ranks 2 --minbytes 1K --maxbytes 32K --stepfactor 32", "bench_comm_text");
   REQUIRE(r.rc == 0);
   CHECK(r.err.empty());
-  CHECK(count(r.out, "# memcpy: one thread, one chunk between two warm buffers of its size, best of 7 runs") == 1);
+  CHECK(count(r.out,
+              "# memcpy: one thread, one chunk between two warm, 64-byte aligned buffers of its size, best of 7 "
+              "runs") == 1);
+  CHECK(count(r.out, "# stream: the same copy with the transports' streaming stores, which they use from ") == 1);
   CHECK(count(r.out, "# goal: ring sendrecv at 1K <= 5 us: ") == 1);
   CHECK(count(r.out, "mpirun -np 2 cpsim bench comm --backend threads,processes,mpi --ranks 2") == 1);
   CHECK(count(r.out, "ceiling") == 0);  // the retired goal's figures are gone
-  // Every data row: size count type time algbw busbw #wrong memcpy bus/mem, with #wrong 0.
+  // Every data row: size count type time algbw busbw #wrong memcpy stream bus/mem, with #wrong 0.
   CHECK(rows_with_none_wrong(r.out, 7) == 8);
 }
 
@@ -62,6 +65,8 @@ TEST_CASE("bench comm --json carries each row, the calls each of its runs made, 
                          "bench_comm_json");
   REQUIRE(r.rc == 0);
   CHECK(count(r.out, "\"memcpy_gbps\":") == 8);
+  CHECK(count(r.out, "\"stream_gbps\":") == 8);
+  for (double gbps : values_after(r.out, "\"stream_gbps\":")) CHECK(gbps > 0);
   CHECK(count(r.out, "\"wrong\":0") == 8);
   CHECK(count(r.out, "\"sendrecv_1KiB_us\":") == 1);
   CHECK(count(r.out, "\"sendrecv_1KiB_goal_us\":5") == 1);
