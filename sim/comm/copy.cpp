@@ -27,9 +27,8 @@ constexpr std::size_t kLine = 64, kAhead = 4 * kLine, kPage = 4096;
 
 // glibc's memcpy copies with `rep movsb` from 2 KiB (glibc.cpu.x86_rep_movsb_threshold) up. On an AMD Zen 3 core
 // that ran at about 2 GB/s, against 30-45 GB/s, whenever the destination lay 1 to 31 bytes past the source modulo
-// 4 KiB (measured at 8, 16 and 24 bytes, every source alignment; 0 and 32 were fast; docs/performance/comm.md,
-// "Streaming copies"): each store then falls on the page offset of a load that follows it. A plain vector loop
-// does not stall there.
+// 4 KiB: slow at 8, 16 and 24 bytes for every source alignment tried, fast at 0 and from 32
+// (scripts/copy_distance_scan.cpp; docs/performance/comm.md, "memcpy that stalls"). A vector loop does not stall.
 constexpr std::size_t kMovsbFrom = 2048, kAliasGap = 32;
 
 bool movsb_would_stall(const void* to, const void* from, std::size_t n) {
