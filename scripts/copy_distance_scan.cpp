@@ -1,6 +1,7 @@
 // memcpy and the transports' line copy (sim/comm/copy.hpp) at every 8 bytes of distance between destination and
-// source modulo 4 KiB (docs/performance/comm.md, "memcpy that stalls"). For each size: the median GB/s of both over
-// all distances, then each distance where memcpy ran under a quarter of its median, with both figures there.
+// source modulo 4 KiB (docs/performance/comm.md, "memcpy that stalls"), from sources at three offsets into a page.
+// For each size and source offset: the median GB/s of both over all distances, then each distance where memcpy ran
+// under a quarter of its median, with both figures there.
 //
 //   g++ -O2 -std=c++20 -I. scripts/copy_distance_scan.cpp sim/comm/copy.cpp -o copy_distance_scan
 //   ./copy_distance_scan
@@ -41,19 +42,23 @@ int main() {
   char* base = static_cast<char*>(std::aligned_alloc(kPage, 2 * kSpan));
   std::memset(base, 1, 2 * kSpan);
   auto plain = [](void* to, const void* from, std::size_t n) { std::memcpy(to, from, n); };
-  for (std::size_t n : {std::size_t{4} << 10, std::size_t{64} << 10, std::size_t{256} << 10, std::size_t{512} << 10}) {
-    std::vector<double> mem, line;
-    for (std::size_t gap = 0; gap < kPage; gap += kStep) {
-      char* to = base + kSpan + gap;
-      mem.push_back(gbps(plain, to, base, n));
-      line.push_back(gbps(cpsim::line_copy, to, base, n));
+  for (std::size_t n : {std::size_t{4} << 10, std::size_t{64} << 10, std::size_t{256} << 10, std::size_t{512} << 10})
+    for (std::size_t at : {std::size_t{0}, std::size_t{8}, std::size_t{40}}) {
+      const char* from = base + at;
+      std::vector<double> mem, line;
+      for (std::size_t gap = 0; gap < kPage; gap += kStep) {
+        char* to = base + kSpan + at + gap;
+        mem.push_back(gbps(plain, to, from, n));
+        line.push_back(gbps(cpsim::line_copy, to, from, n));
+      }
+      const double mm = median(mem), ml = median(line);
+      std::printf(
+          "%4zu KiB, source at +%2zu: median memcpy %.1f GB/s, line copy %.1f GB/s; memcpy under a quarter of "
+          "that at:",
+          n >> 10, at, mm, ml);
+      for (std::size_t i = 0; i < mem.size(); ++i)
+        if (mem[i] < mm / 4) std::printf(" %zu (memcpy %.1f, line %.1f)", i * kStep, mem[i], line[i]);
+      std::printf("\n");
     }
-    const double mm = median(mem), ml = median(line);
-    std::printf("%4zu KiB: median memcpy %.1f GB/s, line copy %.1f GB/s; memcpy under a quarter of that at:", n >> 10,
-                mm, ml);
-    for (std::size_t i = 0; i < mem.size(); ++i)
-      if (mem[i] < mm / 4) std::printf(" %zu (memcpy %.1f, line %.1f)", i * kStep, mem[i], line[i]);
-    std::printf("\n");
-  }
   std::free(base);
 }

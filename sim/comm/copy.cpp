@@ -26,8 +26,8 @@ constexpr bool kOwnLoops = false;
 constexpr std::size_t kLine = 64, kAhead = 4 * kLine, kPage = 4096;
 
 // glibc's memcpy copies with `rep movsb` from 2 KiB (glibc.cpu.x86_rep_movsb_threshold) up. On an AMD Zen 3 core
-// that ran at about 2 GB/s, against 30-45 GB/s, whenever the destination lay 1 to 31 bytes past the source modulo
-// 4 KiB: slow at 8, 16 and 24 bytes for every source alignment tried, fast at 0 and from 32
+// that ran at 1.6-2.8 GB/s, against 33-46 GB/s, whenever the destination lay 1 to 31 bytes past the source modulo
+// 4 KiB: slow at 8, 16 and 24 bytes for every source alignment scanned, fast at 0 and from 32
 // (scripts/copy_distance_scan.cpp; docs/performance/comm.md, "memcpy that stalls"). A vector loop does not stall.
 constexpr std::size_t kMovsbFrom = 2048, kAliasGap = 32;
 
@@ -53,28 +53,6 @@ inline void move_line(std::byte* to, const std::byte* from) {
   }
 }
 #endif
-
-}  // namespace
-
-std::size_t stream_threshold() {
-  static const std::size_t threshold = [] {
-    constexpr std::size_t kLow = std::size_t{1} << 20, kHigh = std::size_t{4} << 20;
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return l2 > 0 ? std::clamp(static_cast<std::size_t>(l2) / 2, kLow, kHigh) : kLow;
-  }();
-  return threshold;
-}
-
-void copy_bytes(void* to, const void* from, std::size_t n, std::size_t call_bytes) {
-  if (std::max(n, call_bytes) >= stream_threshold())
-    stream_copy(to, from, n);
-  else if (movsb_would_stall(to, from, n))
-    line_copy(to, from, n);
-  else
-    std::memcpy(to, from, n);
-}
-
-namespace {
 
 // The vector loops of line_copy and (Stream) stream_copy.
 template <bool Stream>
@@ -104,6 +82,24 @@ void copy_lines(void* to, const void* from, std::size_t n) {
 }
 
 }  // namespace
+
+std::size_t stream_threshold() {
+  static const std::size_t threshold = [] {
+    constexpr std::size_t kLow = std::size_t{1} << 20, kHigh = std::size_t{4} << 20;
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 > 0 ? std::clamp(static_cast<std::size_t>(l2) / 2, kLow, kHigh) : kLow;
+  }();
+  return threshold;
+}
+
+void copy_bytes(void* to, const void* from, std::size_t n, std::size_t call_bytes) {
+  if (std::max(n, call_bytes) >= stream_threshold())
+    stream_copy(to, from, n);
+  else if (movsb_would_stall(to, from, n))
+    line_copy(to, from, n);
+  else
+    std::memcpy(to, from, n);
+}
 
 void line_copy(void* to, const void* from, std::size_t n) {
   copy_lines<false>(to, from, n);
