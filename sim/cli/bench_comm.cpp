@@ -12,7 +12,8 @@
 //   memcpy single-thread memcpy of one chunk between two warm, 64-byte aligned buffers of the chunk's size, the
 //          best of 7 runs (a reference for the machine's copy speed; bus/mem = busbw / memcpy).
 //   stream the same copy with the transports' streaming stores (sim/comm/copy.hpp: stream_copy), which they use
-//          from stream_threshold() on: where it beats memcpy the machine's memory, not its cache, sets the pace.
+//          for the bytes a call lands in a rank from stream_threshold(C) on: where it beats memcpy the machine's
+//          memory, not its cache, sets the pace.
 // The ranks' buffers are host memory from the process's arena (sim/core/host_arena.hpp): on the processes backend
 // the shared heap, sized here to the buffers, so messages are copied once, as a run's are.
 //
@@ -671,8 +672,9 @@ int bench_comm(const std::vector<std::string>& args) {
               human(hi).c_str(), step);
   std::printf("# memcpy: one thread, one chunk between two warm, 64-byte aligned buffers of its size, best of 7 runs, "
               "same run\n");
-  std::printf("# stream: the same copy with the transports' streaming stores, which they use from %s on\n",
-              human(stream_threshold()).c_str());
+  std::printf("# stream: the same copy with the transports' streaming stores, which they use from %s on (landed in "
+              "a rank by one call, %d ranks)\n",
+              human(stream_threshold(ranks)).c_str(), ranks);
   if (form)
     std::printf("# collectives: %s (imposed by --collectives)\n", form_name.c_str());
   else

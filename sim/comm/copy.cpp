@@ -1,8 +1,7 @@
 #include "sim/comm/copy.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -10,6 +9,8 @@
 #include <emmintrin.h>
 #include <xmmintrin.h>
 #endif
+
+#include "sim/core/host_cache.hpp"
 
 namespace cpsim {
 
@@ -81,15 +82,29 @@ void copy_lines(void* to, const void* from, std::size_t n) {
   }
 }
 
+std::atomic<int> ranks_copying{1};  // RanksCopying: the ranks of the launch under way
+
+// The machine's last-level cache (sim/core/host_cache.hpp), 32 MiB where it is not known.
+std::size_t last_level_cache() {
+  static const std::size_t bytes = last_level_cache_bytes().value_or(std::size_t{32} << 20);
+  return bytes;
+}
+
 }  // namespace
 
+std::size_t stream_threshold(int ranks) {
+  constexpr std::size_t kFloor = std::size_t{1} << 20;
+  return std::max(kFloor, last_level_cache() / static_cast<std::size_t>(std::max(ranks, 1)));
+}
+
 std::size_t stream_threshold() {
-  static const std::size_t threshold = [] {
-    constexpr std::size_t kLow = std::size_t{1} << 20, kHigh = std::size_t{4} << 20;
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return l2 > 0 ? std::clamp(static_cast<std::size_t>(l2) / 2, kLow, kHigh) : kLow;
-  }();
-  return threshold;
+  return stream_threshold(ranks_copying.load(std::memory_order_relaxed));
+}
+
+RanksCopying::RanksCopying(int ranks) : before_(ranks_copying.exchange(std::max(ranks, 1))) {}
+
+RanksCopying::~RanksCopying() {
+  ranks_copying.store(before_);
 }
 
 void copy_bytes(void* to, const void* from, std::size_t n, std::size_t call_bytes) {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "sim/comm/backend_registry.hpp"
+#include "sim/comm/copy.hpp"
 #include "sim/comm/launch_support.hpp"
 #include "sim/core/flags.hpp"
 
@@ -43,6 +44,7 @@ std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn) {
             "this program launches on the " + name +
                 " backend outside the runs rank 0 announces to the job's other processes, which they cannot follow",
             "run it with --backend threads or processes");
+  const RanksCopying copying(opt.ranks);  // every rank's large copies share the machine's caches (copy.hpp)
   return b.launch(opt, fn);
 }
 

@@ -2,11 +2,13 @@
 #include "sim/comm/copy.hpp"
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
+
+#include "sim/core/host_cache.hpp"
 
 using namespace cpsim;
 
@@ -43,6 +45,7 @@ TEST_CASE("a streaming copy lands every byte and nothing beside them, whatever t
 }
 
 TEST_CASE("copy_bytes lands every byte on both sides of the streaming threshold, alone or as part of a larger call") {
+  const RanksCopying many(1 << 20);  // the threshold's floor, 1 MiB: small buffers
   const std::size_t t = stream_threshold();
   auto alone = [](void* to, const void* from, std::size_t n) { copy_bytes(to, from, n); };
   for (std::size_t n : {t - 1, t, t + 1, t + 4096 + 3}) check_copy(alone, n, 3, 29);
@@ -83,14 +86,31 @@ TEST_CASE("a line copy lands every byte and nothing beside them, whatever the al
       for (std::size_t to_at : {0, 5, 33, 63}) check_copy(line_copy, n, from_at, to_at);
 }
 
-TEST_CASE("the streaming threshold is half of one core's L2, within 1 MiB and 4 MiB") {
-  constexpr std::size_t kLow = std::size_t{1} << 20, kHigh = std::size_t{4} << 20;
-  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  const std::size_t t = stream_threshold();
-  CHECK(t >= kLow);
-  CHECK(t <= kHigh);
-  const std::size_t half = l2 > 0 ? static_cast<std::size_t>(l2) / 2 : 0;
-  if (half >= kLow && half <= kHigh) CHECK(t == half);
-  if (half < kLow) CHECK(t == kLow);  // a small L2 (512 KiB on AMD Zen 3), or none known
-  if (half > kHigh) CHECK(t == kHigh);
+TEST_CASE("the streaming threshold is each rank's share of the last-level cache, and 1 MiB at the least") {
+  constexpr std::size_t kFloor = std::size_t{1} << 20;
+  const std::size_t whole = stream_threshold(1);
+  CHECK(whole >= kFloor);
+  const std::size_t llc = last_level_cache_bytes().value_or(std::size_t{32} << 20);
+  CHECK(whole == std::max(kFloor, llc));
+  for (int ranks : {2, 3, 4, 8, 64, 1 << 20}) {
+    CAPTURE(ranks);
+    CHECK(stream_threshold(ranks) == std::max(kFloor, whole / static_cast<std::size_t>(ranks)));
+  }
+  CHECK(stream_threshold(1 << 20) == kFloor);
+  CHECK(stream_threshold(0) == whole);  // no ranks counts as one
+}
+
+TEST_CASE("copies count the ranks of the launch under way, and the count before comes back after it") {
+  const std::size_t outside = stream_threshold();
+  CHECK(outside == stream_threshold(1));
+  {
+    const RanksCopying four(4);
+    CHECK(stream_threshold() == stream_threshold(4));
+    {
+      const RanksCopying two(2);
+      CHECK(stream_threshold() == stream_threshold(2));
+    }
+    CHECK(stream_threshold() == stream_threshold(4));
+  }
+  CHECK(stream_threshold() == outside);
 }

@@ -35,14 +35,14 @@ TEST_CASE("processes: isend and irecv complete in any wait order, and test() pol
 TEST_CASE("processes: sendrecv rings run forwards and backwards without deadlock") {
   for (int c : kRanks) {
     CAPTURE(c);
-    check_sendrecv_rings(kB, c);
+    check_sendrecv_rings(kB, c, edge_sizes(c));
   }
 }
 
 TEST_CASE("processes: all_gather returns every rank's bytes in rank order, in place too") {
   for (int c : kRanks) {
     CAPTURE(c);
-    check_all_gather(kB, c, edge_sizes());
+    check_all_gather(kB, c, edge_sizes(c));
   }
 }
 
@@ -60,7 +60,7 @@ TEST_CASE("processes: a receive with a fold lands op(message, own), whichever ra
 TEST_CASE("processes: all_to_all delivers chunk p of every rank to rank p") {
   for (int c : kRanks) {
     CAPTURE(c);
-    check_all_to_all(kB, c, edge_sizes());
+    check_all_to_all(kB, c, edge_sizes(c));
   }
 }
 

@@ -31,14 +31,14 @@ TEST_CASE("threads: isend and irecv complete in any wait order, and test() polls
 TEST_CASE("threads: sendrecv rings run forwards and backwards without deadlock") {
   for (int c : kRanks) {
     CAPTURE(c);
-    check_sendrecv_rings(kB, c);
+    check_sendrecv_rings(kB, c, edge_sizes(c));
   }
 }
 
 TEST_CASE("threads: all_gather returns every rank's bytes in rank order, in place too") {
   for (int c : kRanks) {
     CAPTURE(c);
-    check_all_gather(kB, c, edge_sizes());
+    check_all_gather(kB, c, edge_sizes(c));
   }
 }
 
@@ -56,7 +56,7 @@ TEST_CASE("threads: a receive with a fold lands op(message, own), whichever rank
 TEST_CASE("threads: all_to_all delivers chunk p of every rank to rank p") {
   for (int c : kRanks) {
     CAPTURE(c);
-    check_all_to_all(kB, c, edge_sizes());
+    check_all_to_all(kB, c, edge_sizes(c));
   }
 }
 

@@ -28,12 +28,18 @@ Chunks Chunks::balanced(int c, std::size_t count, std::size_t elem) {
   return ch;
 }
 
-void Chunks::place_own(const void* send, void* recv, int r) const {
-  if (at(recv, r) != send && bytes[r] > 0) copy_bytes(at(recv, r), send, bytes[r]);
+void Chunks::place_own(const void* send, void* recv, int r, std::size_t call_bytes) const {
+  if (at(recv, r) != send && bytes[r] > 0) copy_bytes(at(recv, r), send, bytes[r], call_bytes);
 }
 
 std::size_t Chunks::largest() const {
   return bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end());
+}
+
+std::size_t Chunks::total() const {
+  std::size_t sum = 0;
+  for (std::size_t b : bytes) sum += b;
+  return sum;
 }
 
 }  // namespace cpsim::collectives

@@ -32,11 +32,12 @@ struct Chunks {
   // `count` elements of `elem` bytes cut into c runs whose lengths differ by at most one element.
   static Chunks balanced(int c, std::size_t count, std::size_t elem);
   std::size_t largest() const;
+  std::size_t total() const;
   // Where chunk c starts in `buf`.
   std::byte* at(void* buf, int c) const { return static_cast<std::byte*>(buf) + offset[c]; }
   // All-gather's first step: rank r's own chunk, read from `send`, into its place in `recv` (nothing when it
-  // already sits there).
-  void place_own(const void* send, void* recv, int r) const;
+  // already sits there); as one copy of a call landing `call_bytes` in this rank (copy.hpp: copy_bytes).
+  void place_own(const void* send, void* recv, int r, std::size_t call_bytes = 0) const;
 };
 
 // recv[c] = rank c's chunk, for every c. Rank r's own chunk is read from `send` (may already sit at recv[r]).
