@@ -41,7 +41,10 @@ std::optional<std::size_t> last_level_cache_bytes() {
     if (type == "Instruction") continue;
     const auto bytes = sysfs_size(size);
     if (!bytes || *bytes == 0) continue;
-    if (level > best_level || (level == best_level && *bytes > best)) best_level = level, best = *bytes;
+    if (level > best_level || (level == best_level && *bytes > best)) {
+      best_level = level;
+      best = *bytes;
+    }
   }
   if (best > 0) return best;
   // 2. The C library's view.
