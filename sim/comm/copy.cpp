@@ -82,7 +82,8 @@ void copy_lines(void* to, const void* from, std::size_t n) {
   }
 }
 
-std::atomic<int> ranks_copying{1};  // RanksCopying: the ranks of the launch under way
+// The threshold of the launch under way (RanksCopying), worked out once per launch; 0 outside one.
+std::atomic<std::size_t> launch_threshold{0};
 
 // The machine's last-level cache (sim/core/host_cache.hpp), 32 MiB where it is not known.
 std::size_t last_level_cache() {
@@ -98,13 +99,14 @@ std::size_t stream_threshold(int ranks) {
 }
 
 std::size_t stream_threshold() {
-  return stream_threshold(ranks_copying.load(std::memory_order_relaxed));
+  const std::size_t t = launch_threshold.load(std::memory_order_relaxed);
+  return t > 0 ? t : stream_threshold(1);
 }
 
-RanksCopying::RanksCopying(int ranks) : before_(ranks_copying.exchange(std::max(ranks, 1))) {}
+RanksCopying::RanksCopying(int ranks) : before_(launch_threshold.exchange(stream_threshold(ranks))) {}
 
 RanksCopying::~RanksCopying() {
-  ranks_copying.store(before_);
+  launch_threshold.store(before_);
 }
 
 void copy_bytes(void* to, const void* from, std::size_t n, std::size_t call_bytes) {

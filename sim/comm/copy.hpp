@@ -37,7 +37,7 @@ class RanksCopying {
   RanksCopying& operator=(const RanksCopying&) = delete;
 
  private:
-  int before_;
+  std::size_t before_;  // the threshold before this one (0: none)
 };
 
 // Copies n bytes from `from` to `to` (not overlapping): stream_copy when this copy, or the whole call it is part of

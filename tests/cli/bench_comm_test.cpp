@@ -82,9 +82,8 @@ TEST_CASE("bench comm --json carries each row, the calls each of its runs made, 
 TEST_CASE("bench comm side by side evaluates the goals its backends allow, and says which it cannot") {
   // threads and processes without mpi: processes against threads is evaluated over the 64K chunks, the ratios to
   // Open MPI are not.
-  const auto r =
-      run_cli("bench comm --backend threads,processes --ranks 2 --minbytes 1K --maxbytes 128K --stepfactor 128",
-              "bench_comm_side");
+  const auto r = run_cli("bench comm --backend threads,processes --ranks 2 --minbytes 1K --maxbytes 128K --stepfactor 128",
+                         "bench_comm_side");
   REQUIRE(r.rc == 0);
   CHECK(r.err.empty());
   CHECK(count(r.out, "# goals: busbw ratios over sendrecv, all_gather and all_to_all at per-peer chunks 64K..16M") ==
@@ -109,9 +108,9 @@ TEST_CASE("bench comm side by side evaluates the goals its backends allow, and s
 }
 
 TEST_CASE("bench comm side by side --json lists each evaluated goal with its lowest ratio and where") {
-  const auto r =
-      run_cli("bench comm --backend threads,processes --ranks 2 --minbytes 1K --maxbytes 128K --stepfactor 128 --json",
-              "bench_comm_side_json");
+  const auto r = run_cli(
+      "bench comm --backend threads,processes --ranks 2 --minbytes 1K --maxbytes 128K --stepfactor 128 --json",
+      "bench_comm_side_json");
   REQUIRE(r.rc == 0);
   CHECK(count(r.out, "\"goal\":\"processes >= 0.8 x threads\",\"ratio\":0.8") == 1);
   CHECK(count(r.out, "\"rows\":3") == 1);

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <numeric>
 
 #include "sim/comm/collectives/collectives.hpp"
 #include "sim/comm/copy.hpp"
@@ -37,9 +38,7 @@ std::size_t Chunks::largest() const {
 }
 
 std::size_t Chunks::total() const {
-  std::size_t sum = 0;
-  for (std::size_t b : bytes) sum += b;
-  return sum;
+  return std::accumulate(bytes.begin(), bytes.end(), std::size_t{0});
 }
 
 }  // namespace cpsim::collectives
