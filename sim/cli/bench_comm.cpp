@@ -6,7 +6,9 @@
 //          for sendrecv (size).
 //   time   the slowest rank's mean time per call, calls back to back after a barrier (about 20 ms of them, by the
 //          size and by the warm-up calls' time); best of 3 such runs (the machine may be shared: the best run is the
-//          one least disturbed).
+//          one least disturbed), and with --rounds N the best of N such sweeps, the backends taking turns
+//          operation by operation (a shared machine's disturbances last longer than one cell's three runs: see
+//          keep_best below).
 //   algbw  size / time;  busbw = algbw x factor: sendrecv 1, the three collectives (C-1)/C (nccl-tests).
 //   #wrong elements that differ from the call's definition in a checked call made before the timed ones.
 //   memcpy single-thread memcpy of one chunk between two warm, 64-byte aligned buffers of the chunk's size, the
@@ -30,6 +32,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <numeric>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -186,6 +189,24 @@ SizeFigures read_size(std::vector<ByteReader>& readers) {
   }
   f.us = *std::min_element(slowest.begin(), slowest.end());
   return f;
+}
+
+// --rounds: a cell measured again, seconds later, keeps the better of its two figures (the shorter time, with the
+// calls of that run); the wrong elements of both count. On a 2-core virtual machine a disturbance (the host's
+// other work, a vCPU descheduled) can last longer than a cell's three back-to-back runs and take one backend's
+// row down by half; the rounds put each backend's sweeps seconds apart, in turn with the others', so that no
+// backend's cell is judged by one disturbed moment. Each round runs every backend; none gets more tries.
+template <class Figures>
+void keep_best(std::vector<Figures>& best, std::vector<Figures> now) {
+  if (best.empty()) {
+    best = std::move(now);
+    return;
+  }
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    const std::int64_t wrong = best[i].wrong + now[i].wrong;
+    if (now[i].us < best[i].us) best[i] = now[i];
+    best[i].wrong = wrong;
+  }
 }
 
 // The heap each rank needs for a sweep up to `largest` (processes: LaunchOptions::heap_bytes): its send and receive
@@ -396,8 +417,8 @@ void print_goals(const std::vector<RatioGoal>& goals, const LatencyGoal (&lat)[2
   }
 }
 
-int side_by_side(const std::string& list, int ranks, const std::vector<std::size_t>& sizes, int step, bool json,
-                 std::optional<CollectiveAlgorithm> form) {
+int side_by_side(const std::string& list, int ranks, const std::vector<std::size_t>& sizes, int step, int rounds,
+                 bool json, std::optional<CollectiveAlgorithm> form) {
   const std::vector<Backend> backends = parse_backend_list(list);
   const bool with_mpi = std::find(backends.begin(), backends.end(), Backend::mpi) != backends.end();
   require(!with_mpi || launcher_rank() >= 0,
@@ -407,12 +428,24 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
   const std::size_t nops = std::size(kOps);
   // cells[op][backend][size]
   std::vector<std::vector<std::vector<Cell>>> cells(nops, std::vector<std::vector<Cell>>(backends.size()));
-  // STEP 1: mpi, on every process of the job (it also checks that the job has --ranks processes).
+  // STEPS 1-2 for each operation, --rounds times, the backends taking turns (each round in the reverse order of the
+  // one before, so that none always goes first), each cell keeping its best (keep_best). STEP 1: mpi, on every
+  // process of the job (its first call also checks that the job has --ranks processes). STEP 2: the others, by
+  // rank 0 alone while the job's other processes wait idle (run_on_rank0).
   for (std::size_t k = 0; k < nops; ++k)
-    for (std::size_t j = 0; j < backends.size(); ++j)
-      if (backends[j] == Backend::mpi) cells[k][j] = measure(Backend::mpi, kOps[k], ranks, sizes, form);
-  // STEP 2: the others, by rank 0 alone; then (STEP 3) the rows and (STEP 4) their copy bounds, still while the
-  // job's other processes wait idle (run_on_rank0), not while they leave the job.
+    for (int round = 0; round < rounds; ++round) {
+      std::vector<std::size_t> order(backends.size());
+      std::iota(order.begin(), order.end(), std::size_t{0});
+      if (round % 2 == 1) std::reverse(order.begin(), order.end());
+      for (std::size_t j : order) {
+        if (backends[j] == Backend::mpi)
+          keep_best(cells[k][j], measure(Backend::mpi, kOps[k], ranks, sizes, form));
+        else
+          run_on_rank0([&] { keep_best(cells[k][j], measure(backends[j], kOps[k], ranks, sizes, form)); });
+      }
+    }
+  // STEP 3: the rows and (STEP 4) their copy bounds, still while the job's other processes wait idle, not while they
+  // leave the job.
   std::vector<SideRow> rows;
   std::optional<double> latency[2];  // threads, processes
   // The copy bound of the rows the goals cover (two_thread_copy_us): beside each row's busbw, and what tells a
@@ -423,9 +456,6 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
   };
   std::vector<Bound> bounds;
   run_on_rank0([&] {
-    for (std::size_t k = 0; k < nops; ++k)
-      for (std::size_t j = 0; j < backends.size(); ++j)
-        if (backends[j] != Backend::mpi) cells[k][j] = measure(backends[j], kOps[k], ranks, sizes, form);
     // STEP 3: the goals' rows (bench_comm_goals.hpp): every backend's busbw, and the 1 KiB sendrecv times.
     for (std::size_t k = 0; k < nops; ++k)
       for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -463,7 +493,7 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
     JsonWriter j;
     j.begin_object().key("backends").begin_array();
     for (Backend b : backends) j.value(std::string(backend_name(b)));
-    j.end_array().key("ranks").value(ranks).key("collectives").value(form ? algorithm_name(*form) : "backend");
+    j.end_array().key("ranks").value(ranks).key("rounds").value(rounds).key("collectives").value(form ? algorithm_name(*form) : "backend");
     j.key("ops").begin_array();
     for (std::size_t k = 0; k < nops; ++k) {
       j.begin_object().key("op").value(op_name(kOps[k])).key("bus_factor").value(bus_factor(kOps[k], ranks));
@@ -516,8 +546,10 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
         "# mpi: the %d processes of this mpirun job; threads, processes: launched by rank 0 while the job's "
         "other processes wait idle\n",
         ranks);
-  std::printf("# time: the slowest rank's mean per call, best of %d runs; busbw = size / time x factor (nccl-tests)\n",
-              kRuns);
+  std::printf(
+      "# time: the slowest rank's mean per call, best of %d runs in each of %d round%s (each operation swept by every "
+      "backend in turn, once a round); busbw = size / time x factor (nccl-tests)\n",
+      kRuns, rounds, rounds == 1 ? "" : "s");
   if (form) std::printf("# collectives: %s on threads and processes (imposed)\n", algorithm_name(*form));
   std::string names;
   for (Backend b : backends) {
@@ -568,11 +600,13 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
 int bench_comm(const std::vector<std::string>& args) {
   po::options_description desc("cpsim bench comm");
   std::string backend = "threads", minb = "1K", maxb = "64M", collectives, memory;
-  int ranks = 4, step = 4;
+  int ranks = 4, step = 4, rounds = 0;
   desc.add_options()("backend", po::value(&backend),
                      "threads | processes; or a list, side by side: threads,processes,mpi (mpi: under mpirun)")(
       "ranks", po::value(&ranks), "number of ranks C (default 4)")("minbytes", po::value(&minb), "smallest size (1K)")(
       "maxbytes", po::value(&maxb), "largest size (64M)")("stepfactor", po::value(&step), "size multiplier (4)")(
+      "rounds", po::value(&rounds),
+      "every backend's sweep this many times, in turn; each row keeps its best (default 3 side by side, 1 alone)")(
       "collectives", po::value(&collectives),
       "ring | direct: the form of all_gather and reduce_scatter on threads and processes (default: each backend's "
       "own)")("memory-limit", po::value(&memory)->value_name("BYTES"),
@@ -587,6 +621,8 @@ int bench_comm(const std::vector<std::string>& args) {
           "bench comm measures the CPU backends only (got '" + backend + "')", "use --backend threads or processes");
   require(ranks >= 2, "bench comm needs at least 2 ranks (got " + std::to_string(ranks) + ")", "use --ranks 2 or more");
   require(step >= 2, "--stepfactor must be at least 2", "use --stepfactor 2 or 4");
+  if (!vm.count("rounds")) rounds = side ? 3 : 1;
+  require(rounds >= 1, "--rounds must be at least 1 (got " + std::to_string(rounds) + ")", "use --rounds 1 or more");
   const std::size_t lo = parse_size("minbytes", minb), hi = parse_size("maxbytes", maxb);
   require(lo >= 4 * static_cast<std::size_t>(ranks) && lo <= hi, "sizes must satisfy 4 x ranks <= minbytes <= maxbytes",
           "use e.g. --minbytes 1K --maxbytes 64M");
@@ -606,7 +642,7 @@ int bench_comm(const std::vector<std::string>& args) {
   }
   if (sizes.back() > hi) sizes.pop_back();
   check_sweep_memory(sizes.back(), ranks, memory_limit);
-  if (side) return side_by_side(backend, ranks, sizes, step, vm.count("json") > 0, form);
+  if (side) return side_by_side(backend, ranks, sizes, step, rounds, vm.count("json") > 0, form);
 
   LaunchOptions opt;
   opt.ranks = ranks;
@@ -614,13 +650,19 @@ int bench_comm(const std::vector<std::string>& args) {
   opt.collectives = form;
   opt.heap_bytes = sweep_heap_bytes(sizes.back(), ranks);
   const std::string form_name = form ? algorithm_name(*form) : "backend";
-  std::vector<std::vector<Row>> table;
-  for (Op op : kOps) {
-    auto outcomes = launch(opt, [&](Communicator& comm) { return sweep(op, comm, sizes); });
-    std::vector<Row> rows(sizes.size());
-    std::vector<ByteReader> readers;
-    for (const auto& o : outcomes) readers.emplace_back(o.result);
-    for (auto& row : rows) static_cast<SizeFigures&>(row) = read_size(readers);
+  std::vector<std::vector<Row>> table(std::size(kOps));
+  for (int round = 0; round < rounds; ++round)
+    for (std::size_t k = 0; k < std::size(kOps); ++k) {
+      auto outcomes = launch(opt, [&](Communicator& comm) { return sweep(kOps[k], comm, sizes); });
+      std::vector<Row> rows(sizes.size());
+      std::vector<ByteReader> readers;
+      for (const auto& o : outcomes) readers.emplace_back(o.result);
+      for (auto& row : rows) static_cast<SizeFigures&>(row) = read_size(readers);
+      keep_best(table[k], std::move(rows));
+    }
+  for (std::size_t k = 0; k < table.size(); ++k) {
+    const Op op = kOps[k];
+    std::vector<Row>& rows = table[k];
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       Row& row = rows[i];
       row.size = sizes[i];
@@ -630,7 +672,6 @@ int bench_comm(const std::vector<std::string>& args) {
       row.memcpy = copy_gbps(row.chunk_bytes, false);
       row.stream = copy_gbps(row.chunk_bytes, true);
     }
-    table.push_back(std::move(rows));
   }
 
   // The latency goal (bench_comm_goals.hpp); the bandwidth goals need the side-by-side run.
@@ -641,7 +682,8 @@ int bench_comm(const std::vector<std::string>& args) {
 
   if (vm.count("json")) {
     JsonWriter j;
-    j.begin_object().key("backend").value(backend).key("ranks").value(ranks).key("collectives").value(form_name);
+    j.begin_object().key("backend").value(backend).key("ranks").value(ranks).key("rounds").value(rounds);
+    j.key("collectives").value(form_name);
     j.key("ops").begin_array();
     for (std::size_t k = 0; k < table.size(); ++k) {
       j.begin_object().key("op").value(op_name(kOps[k])).key("bus_factor").value(bus_factor(kOps[k], ranks));
@@ -670,6 +712,8 @@ int bench_comm(const std::vector<std::string>& args) {
 
   std::printf("# cpsim bench comm: backend %s, %d ranks; sizes %s..%s x%d\n", backend.c_str(), ranks, human(lo).c_str(),
               human(hi).c_str(), step);
+  std::printf("# time: the slowest rank's mean per call, best of %d runs in each of %d round%s\n", kRuns, rounds,
+              rounds == 1 ? "" : "s");
   std::printf("# memcpy: one thread, one chunk between two warm, 64-byte aligned buffers of its size, best of 7 runs, "
               "same run\n");
   std::printf("# stream: the same copy with the transports' streaming stores, which they use from %s on (landed in "

@@ -52,6 +52,7 @@ TEST_CASE("bench comm on one backend prints its tables, how its copies were meas
   CHECK(count(r.out, "# stream: the same copy with the transports' streaming stores, which they use from " +
                          cpsim::cli::human_bytes(cpsim::stream_threshold(2)) +
                          " on (landed in a rank by one call, 2 ranks)") == 1);
+  CHECK(count(r.out, "# time: the slowest rank's mean per call, best of 3 runs in each of 1 round\n") == 1);
   CHECK(count(r.out, "# goal: ring sendrecv at 1K <= 5 us: ") == 1);
   CHECK(count(r.out, "mpirun -np 2 cpsim bench comm --backend threads,processes,mpi --ranks 2") == 1);
   CHECK(count(r.out, "ceiling") == 0);  // the retired goal's figures are gone
@@ -75,6 +76,7 @@ TEST_CASE("bench comm --json carries each row, the calls each of its runs made, 
   CHECK(count(r.out, "\"wrong\":0") == 8);
   CHECK(count(r.out, "\"sendrecv_1KiB_us\":") == 1);
   CHECK(count(r.out, "\"sendrecv_1KiB_goal_us\":5") == 1);
+  CHECK(count(r.out, "\"rounds\":1,") == 1);  // one backend alone: one sweep by default
   CHECK(count(r.out, "ceiling") == 0);
   check_calls_per_run(r.out, 8);
 }
@@ -86,6 +88,8 @@ TEST_CASE("bench comm side by side evaluates the goals its backends allow, and s
                          "bench_comm_side");
   REQUIRE(r.rc == 0);
   CHECK(r.err.empty());
+  // Side by side, three rounds by default: every backend swept three times, in turn.
+  CHECK(count(r.out, "best of 3 runs in each of 3 rounds (each operation swept by every backend in turn, once a round)") == 1);
   CHECK(count(r.out, "# goals: busbw ratios over sendrecv, all_gather and all_to_all at per-peer chunks 64K..16M") ==
         1);
   // 128K: sendrecv's chunk is 128K, all_gather's and all_to_all's 64K; reduce_scatter is not a goal's operation.
@@ -109,9 +113,10 @@ TEST_CASE("bench comm side by side evaluates the goals its backends allow, and s
 
 TEST_CASE("bench comm side by side --json lists each evaluated goal with its lowest ratio and where") {
   const auto r = run_cli(
-      "bench comm --backend threads,processes --ranks 2 --minbytes 1K --maxbytes 128K --stepfactor 128 --json",
+      "bench comm --backend threads,processes --ranks 2 --minbytes 1K --maxbytes 128K --stepfactor 128 --rounds 2 --json",
       "bench_comm_side_json");
   REQUIRE(r.rc == 0);
+  CHECK(count(r.out, "\"rounds\":2,") == 1);
   CHECK(count(r.out, "\"goal\":\"processes >= 0.8 x threads\",\"ratio\":0.8") == 1);
   CHECK(count(r.out, "\"rows\":3") == 1);
   CHECK(count(r.out, "\"ceiling\":") == 1);  // the copy bound over threads
@@ -139,4 +144,11 @@ TEST_CASE("bench comm refuses a sweep its --memory-limit cannot hold before allo
                           "bench_comm_memory_fits");
   CHECK(ok.rc == 0);
   CHECK(ok.err.empty());
+}
+
+TEST_CASE("bench comm refuses fewer than one round in one line, before it measures anything") {
+  const auto r = run_cli("bench comm --backend threads,processes --ranks 2 --rounds 0", "bench_comm_rounds");
+  CHECK(r.rc == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "cpsim: error: --rounds must be at least 1 (got 0); use --rounds 1 or more\n");
 }
