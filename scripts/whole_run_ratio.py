@@ -5,12 +5,15 @@ Runs the goal's shape (ring, contiguous, 4 ranks, seq 4096, 8 heads, head dim 64
 turn, ROUNDS times, so that binaries compared are measured alternately under the same load. A run's wall time is
 taken around the process, from its start to its exit (as /usr/bin/time's elapsed time, to the microsecond); its
 forward time is the largest time_ms.forward of its --json report. Prints, per binary, wall / forward (min, median,
-max), the median wall and forward in ms, and the load average before and after.
+max), the median wall and forward in ms, and the load average before and after. A binary given as PATH@VAR=VALUE
+runs with that variable set in its environment (e.g. CPSIM_WAIT_SPIN_US, to compare a setting with the default).
 
   python3 scripts/whole_run_ratio.py --rounds 10 --backend processes build/release/cpsim [other/cpsim ...]
+  python3 scripts/whole_run_ratio.py --rounds 10 build/release/cpsim build/release/cpsim@CPSIM_WAIT_SPIN_US=10
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import time
@@ -24,9 +27,15 @@ def load():
         return " ".join(f.read().split()[:3])
 
 
-def one_run(binary, backend):
+def one_run(spec, backend):
+    binary, _, setting = spec.partition("@")
+    env = dict(os.environ)
+    if setting:
+        name, _, value = setting.partition("=")
+        env[name] = value
     t0 = time.perf_counter()
-    out = subprocess.run([binary] + SHAPE + ["--backend", backend], capture_output=True, text=True, check=True)
+    out = subprocess.run([binary] + SHAPE + ["--backend", backend], capture_output=True, text=True, check=True,
+                         env=env)
     wall_ms = (time.perf_counter() - t0) * 1000
     forward_ms = max(r["time_ms"]["forward"] for r in json.loads(out.stdout)["ranks"])
     return wall_ms, forward_ms

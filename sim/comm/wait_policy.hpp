@@ -2,8 +2,8 @@
 //
 // WaitPolicy: with more ranks than cores (4 ranks on 2 cores) a spinning rank takes the core its peer needs,
 // so it yields the core on every turn of its poll, and sleeps only after 1 ms of polling. A sleeper costs its waker
-// a futex wake-up, and on a virtual machine waking a core that went idle passes through the host besides, tens of
-// microseconds at times (docs/performance/comm.md, "How a rank waits"). 1 ms covers a message of a few MiB in
+// a futex wake-up, and on a virtual machine waking a core that went idle presumably passes through the host too:
+// tens of microseconds at times (docs/performance/comm.md, "How a rank waits"). 1 ms covers a message of a few MiB in
 // flight; a longer wait (a peer still computing) sleeps. CPSIM_WAIT_SPIN_US sets another length, to compare waits.
 // Doorbell: a 32-bit counter per rank. Whoever completes something a rank may wait for bumps it; a waiting
 // rank sleeps on it with futex(FUTEX_WAIT) and a timeout. The ringer makes the wake-up syscall only when a
