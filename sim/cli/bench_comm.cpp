@@ -493,7 +493,8 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
     JsonWriter j;
     j.begin_object().key("backends").begin_array();
     for (Backend b : backends) j.value(std::string(backend_name(b)));
-    j.end_array().key("ranks").value(ranks).key("rounds").value(rounds).key("collectives").value(form ? algorithm_name(*form) : "backend");
+    j.end_array().key("ranks").value(ranks).key("rounds").value(rounds);
+    j.key("collectives").value(form ? algorithm_name(*form) : "backend");
     j.key("ops").begin_array();
     for (std::size_t k = 0; k < nops; ++k) {
       j.begin_object().key("op").value(op_name(kOps[k])).key("bus_factor").value(bus_factor(kOps[k], ranks));

@@ -89,7 +89,8 @@ TEST_CASE("bench comm side by side evaluates the goals its backends allow, and s
   REQUIRE(r.rc == 0);
   CHECK(r.err.empty());
   // Side by side, three rounds by default: every backend swept three times, in turn.
-  CHECK(count(r.out, "best of 3 runs in each of 3 rounds (each operation swept by every backend in turn, once a round)") == 1);
+  CHECK(count(r.out,
+              "best of 3 runs in each of 3 rounds (each operation swept by every backend in turn, once a round)") == 1);
   CHECK(count(r.out, "# goals: busbw ratios over sendrecv, all_gather and all_to_all at per-peer chunks 64K..16M") ==
         1);
   // 128K: sendrecv's chunk is 128K, all_gather's and all_to_all's 64K; reduce_scatter is not a goal's operation.
@@ -113,7 +114,8 @@ TEST_CASE("bench comm side by side evaluates the goals its backends allow, and s
 
 TEST_CASE("bench comm side by side --json lists each evaluated goal with its lowest ratio and where") {
   const auto r = run_cli(
-      "bench comm --backend threads,processes --ranks 2 --minbytes 1K --maxbytes 128K --stepfactor 128 --rounds 2 --json",
+      "bench comm --backend threads,processes --ranks 2 --minbytes 1K --maxbytes 128K --stepfactor 128 --rounds 2 "
+      "--json",
       "bench_comm_side_json");
   REQUIRE(r.rc == 0);
   CHECK(count(r.out, "\"rounds\":2,") == 1);
