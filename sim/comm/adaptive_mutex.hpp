@@ -1,6 +1,6 @@
 // A mutex that polls a little before it sleeps: the lock of the threads backend's mailboxes (threads_world.hpp).
 //
-// Why: a mailbox is locked for a few hundred nanoseconds at a time (a match, or an eager copy of at most 16 KiB),
+// Why: a mailbox is locked for a few hundred nanoseconds at a time (a match; no copy is made under it),
 // by its own rank and by the ranks sending to it, which on a 2-core machine are often running on the other core
 // at that moment. A std::mutex that finds the lock held sleeps at once (futex wait), and its release then costs
 // the holder a wake-up system call and the waiter a context switch back: microseconds, where waiting out the holder

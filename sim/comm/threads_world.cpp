@@ -1,6 +1,7 @@
 #include "sim/comm/threads_world.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <thread>
 
@@ -36,20 +37,32 @@ struct SendOp {
   std::atomic<int> state{kWaiting};
 };
 
+// A small message's bytes in the receiver's mailbox. The sender files it under the mailbox's lock and fills it
+// after, so that no copy is made under the lock (a holder preempted mid-copy stalls every rank that wants the
+// mailbox: docs/performance/comm.md, "No copy under the lock"); the receive that takes it out waits until it is
+// filled, which ends with the sender's copy.
+struct Eager {
+  std::vector<std::byte> data;  // at least the message's bytes (a spare only grows: no zeroing on reuse)
+  std::atomic<bool> filled{false};
+  void wait_filled() const {
+    while (!filled.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+};
+
 // A message no receive was posted for yet: its bytes (eager) or its waiting sender (rendezvous).
 struct Parcel {
   MessageHeader hdr;
-  std::vector<std::byte> data;
+  std::unique_ptr<Eager> eager;
   std::shared_ptr<SendOp> rendezvous;
 };
 
 struct Mailbox {
-  AdaptiveMutex m;  // held for a match or an eager copy: polled briefly before sleeping (adaptive_mutex.hpp)
+  AdaptiveMutex m;  // held for a match, never a copy: polled briefly before sleeping (adaptive_mutex.hpp)
   std::deque<Parcel> arrived;                    // in arrival order
   std::vector<std::shared_ptr<RecvOp>> posted;   // in posting order
   std::vector<std::shared_ptr<RecvOp>> matched;  // posted receives a large send has come to: this rank copies them
   std::atomic<bool> any_matched{false};          // matched is not empty (read without the lock)
-  std::vector<std::vector<std::byte>> spare;     // eager buffers to reuse: the hot path does not allocate
+  std::vector<std::unique_ptr<Eager>> spare;     // eager buffers to reuse: the hot path does not allocate
   Doorbell bell;                                 // rung when an operation of this rank completes
   bool broken = false;                           // a wait of this rank failed: later waits fail at once (own thread)
 };
@@ -177,15 +190,21 @@ Pending ThreadsWorld::send(int me, const Envelope& env, const void* buf, std::si
         return std::make_unique<SendImpl>(*this, me, std::move(op));
       }
     } else if (bytes <= kThreadsEagerBytes) {
-      // 2. Small and early: into the receiver's mailbox now; the send is complete.
-      std::vector<std::byte> data;
+      // 2. Small and early: filed in the receiver's mailbox, then filled outside the lock; the send is complete.
+      std::unique_ptr<Eager> e;
       if (!b.spare.empty()) {
-        data = std::move(b.spare.back());
+        e = std::move(b.spare.back());
         b.spare.pop_back();
+      } else {
+        e = std::make_unique<Eager>();
       }
-      const auto* p = static_cast<const std::byte*>(buf);
-      data.assign(p, p + bytes);
-      b.arrived.push_back(Parcel{h, std::move(data), nullptr});
+      e->filled.store(false, std::memory_order_relaxed);
+      if (e->data.size() < bytes) e->data.resize(bytes);
+      Eager& filling = *e;
+      b.arrived.push_back(Parcel{h, std::move(e), nullptr});
+      lk.unlock();
+      if (bytes > 0) std::memcpy(filling.data.data(), buf, bytes);
+      filling.filled.store(true, std::memory_order_release);
       return std::make_unique<SendImpl>(*this, me, nullptr);
     } else {
       // 3. Large and early: wait in the mailbox; the receive copies from our buffer when it is posted.
@@ -193,7 +212,7 @@ Pending ThreadsWorld::send(int me, const Envelope& env, const void* buf, std::si
       op->hdr = h;
       op->buf = buf;
       op->dst = dst;
-      b.arrived.push_back(Parcel{h, {}, op});
+      b.arrived.push_back(Parcel{h, nullptr, op});
       return std::make_unique<SendImpl>(*this, me, std::move(op));
     }
   }
@@ -215,7 +234,7 @@ Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t b
   Mailbox& b = *boxes_[me];
   std::shared_ptr<SendOp> sender;
   {
-    std::lock_guard lk(b.m);
+    std::unique_lock lk(b.m);
     auto it =
         std::find_if(b.arrived.begin(), b.arrived.end(), [&](const Parcel& p) { return matches(env, src, p.hdr); });
     if (it == b.arrived.end()) {  // nothing yet: the sender will find this receive posted
@@ -225,16 +244,20 @@ Pending ThreadsWorld::recv(int me, const Envelope& env, void* buf, std::size_t b
     Parcel parcel = std::move(*it);
     b.arrived.erase(it);
     const std::string err = match_error(me, env, bytes, parcel.hdr);
+    if (!parcel.rendezvous) {  // eager: out of our own mailbox, outside the lock, once its sender has filled it
+      lk.unlock();
+      parcel.eager->wait_filled();
+      if (err.empty()) land(*op, parcel.eager->data.data());
+      op->error = err;
+      op->state.store(err.empty() ? kDone : kFailed);
+      lk.lock();
+      if (b.spare.size() < kMaxSpare) b.spare.push_back(std::move(parcel.eager));
+      return std::make_unique<RecvImpl>(*this, me, op);
+    }
     if (!err.empty()) {
       op->error = err;
       op->state.store(kFailed);
       // The sender of a mismatched rendezvous is not released here: its rank fails or times out like ours.
-      return std::make_unique<RecvImpl>(*this, me, op);
-    }
-    if (!parcel.rendezvous) {  // eager: out of our own mailbox (small, so under the lock)
-      land(*op, parcel.data.data());
-      op->state.store(kDone);
-      if (b.spare.size() < kMaxSpare) b.spare.push_back(std::move(parcel.data));
       return std::make_unique<RecvImpl>(*this, me, op);
     }
     int waiting = kWaiting;

@@ -5,8 +5,9 @@
 // large message has come to:
 //   - a small send (<= kThreadsEagerBytes) finds its receive posted: the sender copies straight into the receive
 //     buffer, at once;
-//   - a small send finds none: its bytes go into the receiver's mailbox and the send is complete; the receive
-//     later copies them out of its own mailbox;
+//   - a small send finds none: it files a buffer in the receiver's mailbox, fills it after releasing the mutex,
+//     and the send is complete; the receive later copies the bytes out of its own mailbox (outside the mutex too,
+//     once the buffer is filled);
 //   - a large send finds its receive posted: the receive is marked matched and its rank rung; that rank copies
 //     straight out of the sender's buffer in its next wait or test (serve), then marks the send done;
 //   - a large send finds none: a rendezvous entry waits in the receiver's mailbox; the receive, when posted,

@@ -90,6 +90,28 @@ TEST_CASE("threads: random messages in random orders arrive intact (seeded)") {
   check_stress(kB, 3, 7, 30);
 }
 
+TEST_CASE("threads: small messages sent before their receives arrive intact while the receives race the sends") {
+  // Rank 0 posts every message at once without waiting, so most are filed in rank 1's mailbox and filled after
+  // the mailbox is unlocked; rank 1 posts its receives at the same time, taking some while they are being filled.
+  constexpr int kMessages = 200;
+  run_checked(kB, 2, [](Communicator& comm) {
+    Complaints bad;
+    std::vector<Bytes> bufs(kMessages);
+    std::vector<Request> reqs;
+    auto size_of = [](int i) { return std::size_t{1} + (static_cast<std::size_t>(i) * 331) % kThreadsEagerBytes; };
+    for (int i = 0; i < kMessages; ++i) {
+      const std::size_t n = size_of(i);
+      bufs[i] = comm.rank() == 0 ? payload(0, n, i) : Bytes(n);
+      reqs.push_back(comm.rank() == 0 ? comm.isend(bufs[i].data(), n, 1, 3) : comm.irecv(bufs[i].data(), n, 0, 3));
+    }
+    for (Request& q : reqs) q.wait();
+    if (comm.rank() == 1)
+      for (int i = 0; i < kMessages; ++i)
+        bad.add(expect_payload(bufs[i].data(), 0, size_of(i), i, tag_of("small message", size_of(i))));
+    return bad.result();
+  });
+}
+
 TEST_CASE("threads: every call is counted by the conventions, with peers and groups in world ranks") {
   check_counting(kB);
 }
