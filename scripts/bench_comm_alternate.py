@@ -5,10 +5,12 @@ Runs `cpsim bench comm --backend B --ranks 4 --minbytes LO --maxbytes HI --stepf
 binary in turn, ROUNDS times, so that the binaries compared are measured alternately under the same load (each
 round starting with the next binary, so that each runs first equally often), and prints, per operation and size, each binary's time per call in us: the lowest and the median of its rounds (each
 round's figure is already the slowest rank's mean, best of 3 runs). A binary may be given as NAME=PATH to label it,
-and as PATH@ring or PATH@direct to impose that form of the collectives on its runs (--collectives: on every run).
+as PATH@ring or PATH@direct to impose that form of the collectives on its runs (--collectives: on every run), and
+with more of the bench's flags after a '+' each (PATH+--bind=none, PATH+--backend=processes) for its runs alone.
 
   python3 scripts/bench_comm_alternate.py --rounds 5 --backend threads before=old/cpsim after=build/release/cpsim
   python3 scripts/bench_comm_alternate.py --backend processes ring=build/release/cpsim@ring direct=build/release/cpsim@direct
+  python3 scripts/bench_comm_alternate.py threads=build/release/cpsim processes=build/release/cpsim+--backend=processes
 """
 import argparse
 import json
@@ -22,11 +24,16 @@ def load():
 
 
 def one_run(spec, a):
+    spec, *flags = spec.split("+")
     binary, _, form = spec.partition("@")
-    cmd = [binary, "bench", "comm", "--backend", a.backend, "--ranks", str(a.ranks), "--minbytes", a.minbytes,
-           "--maxbytes", a.maxbytes, "--stepfactor", str(a.stepfactor), "--json"]
+    opts = {"--backend": a.backend, "--ranks": str(a.ranks), "--minbytes": a.minbytes, "--maxbytes": a.maxbytes,
+            "--stepfactor": str(a.stepfactor)}
     if form or a.collectives:
-        cmd += ["--collectives", form or a.collectives]
+        opts["--collectives"] = form or a.collectives
+    for flag in flags:  # the binary's own flags replace the common ones (the bench refuses a flag given twice)
+        name, _, value = flag.partition("=")
+        opts[name] = value
+    cmd = [binary, "bench", "comm", "--json"] + [x for kv in opts.items() for x in kv]
     out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     times = {}
     for op in out["ops"]:
@@ -47,6 +54,7 @@ def main():
     ap.add_argument("--maxbytes", default="64M")
     ap.add_argument("--stepfactor", type=int, default=4)
     ap.add_argument("--collectives", default="")
+    ap.add_argument("--each", action="store_true", help="also print every round's figure, in round order")
     a = ap.parse_args()
     named = [b.split("=", 1) if "=" in b else (b, b) for b in a.binaries]
     before = load()
@@ -56,7 +64,7 @@ def main():
     for r in range(a.rounds):
         for name, path in named[r % len(named):] + named[:r % len(named)]:
             runs[name].append(one_run(path, a))
-    print(f"# {a.backend}, {a.ranks} ranks, {a.rounds} rounds alternating, each round starting with the next binary"
+    print(f"# {a.backend} (where a binary's flags name no other), {a.ranks} ranks, {a.rounds} rounds alternating, each round starting with the next binary"
           f"{', --collectives ' + a.collectives if a.collectives else ''}; load average before: {before}, after: {load()}")
     print("# time per call (us), lowest / median of the rounds")
     print(f"{'op':15s} {'size':>8s} " + " ".join(f"{name:>21s}" for name, _ in named))
@@ -67,6 +75,9 @@ def main():
             ts = [r[key] for r in runs[name]]
             cells.append(f"{min(ts):10.1f} / {statistics.median(ts):8.1f}")
         print(f"{op:15s} {size // 1024:7d}K " + " ".join(cells))
+        if a.each:
+            for name, _ in named:
+                print(f"    {name:>17s}: " + " ".join(f"{r[key]:.1f}" for r in runs[name]))
 
 
 if __name__ == "__main__":

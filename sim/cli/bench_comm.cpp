@@ -11,6 +11,8 @@
 //          keep_best below).
 //   algbw  size / time;  busbw = algbw x factor: sendrecv 1, the three collectives (C-1)/C (nccl-tests).
 //   #wrong elements that differ from the call's definition in a checked call made before the timed ones.
+//   ranks  bound to CPUs, rank r on the (r mod n)-th usable CPU, on every backend (--bind cores, the default;
+//          --bind none: the scheduler places them): see sim/comm/rank_binding.hpp.
 //   memcpy single-thread memcpy of one chunk between two warm, 64-byte aligned buffers of the chunk's size, the
 //          best of 7 runs (a reference for the machine's copy speed; bus/mem = busbw / memcpy).
 //   stream the same copy with the transports' streaming stores (sim/comm/copy.hpp: stream_copy), which they use
@@ -41,6 +43,7 @@
 #include "sim/cli/cli.hpp"
 #include "sim/comm/copy.hpp"
 #include "sim/comm/launcher.hpp"
+#include "sim/comm/rank_binding.hpp"
 #include "sim/core/bytes.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/host_arena.hpp"
@@ -347,11 +350,12 @@ struct Cell : SizeFigures {
 
 // Per size, backend b's cell; empty in the processes of an MPI job other than rank 0.
 std::vector<Cell> measure(Backend b, Op op, int ranks, const std::vector<std::size_t>& sizes,
-                          std::optional<CollectiveAlgorithm> form) {
+                          std::optional<CollectiveAlgorithm> form, bool bind) {
   LaunchOptions opt;
   opt.ranks = ranks;
   opt.backend = b;
   opt.collectives = form;
+  opt.bind = bind;
   opt.heap_bytes = sweep_heap_bytes(sizes.back(), ranks);
   const auto outcomes = launch(opt, [&](Communicator& comm) { return sweep(op, comm, sizes); });
   std::vector<ByteReader> readers;
@@ -385,6 +389,23 @@ std::vector<Backend> parse_backend_list(const std::string& list) {
 }
 
 // The goal lines under the tables: each goal with its lowest ratio and where, or why it was not evaluated.
+const char* bind_name(bool bind) {
+  return bind ? "cores" : "none";
+}
+
+// Where the ranks ran (LaunchOptions::bind, sim/comm/rank_binding.hpp).
+void print_binding(bool bind, int ranks) {
+  if (!bind) {
+    std::printf("# ranks: not bound (--bind none): the scheduler placed and moved them\n");
+    return;
+  }
+  const std::vector<int> cpus = usable_cpus();
+  std::string where;
+  for (int r = 0; r < ranks && !cpus.empty(); ++r)
+    where += (r == 0 ? "" : ", ") + std::to_string(r) + ":" + std::to_string(cpus[r % cpus.size()]);
+  std::printf("# ranks: bound to CPUs (--bind cores), rank:cpu %s\n", where.c_str());
+}
+
 void print_goals(const std::vector<RatioGoal>& goals, const LatencyGoal (&lat)[2], const bool (&listed)[2]) {
   std::printf("#\n# goals: busbw ratios over sendrecv, all_gather and all_to_all at per-peer chunks %s..%s\n",
               human(kGoalChunkLow).c_str(), human(kGoalChunkHigh).c_str());
@@ -418,7 +439,7 @@ void print_goals(const std::vector<RatioGoal>& goals, const LatencyGoal (&lat)[2
 }
 
 int side_by_side(const std::string& list, int ranks, const std::vector<std::size_t>& sizes, int step, int rounds,
-                 bool json, std::optional<CollectiveAlgorithm> form) {
+                 bool json, std::optional<CollectiveAlgorithm> form, bool bind) {
   const std::vector<Backend> backends = parse_backend_list(list);
   const bool with_mpi = std::find(backends.begin(), backends.end(), Backend::mpi) != backends.end();
   require(!with_mpi || launcher_rank() >= 0,
@@ -439,9 +460,9 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
       if (round % 2 == 1) std::reverse(order.begin(), order.end());
       for (std::size_t j : order) {
         if (backends[j] == Backend::mpi)
-          keep_best(cells[k][j], measure(Backend::mpi, kOps[k], ranks, sizes, form));
+          keep_best(cells[k][j], measure(Backend::mpi, kOps[k], ranks, sizes, form, bind));
         else
-          run_on_rank0([&] { keep_best(cells[k][j], measure(backends[j], kOps[k], ranks, sizes, form)); });
+          run_on_rank0([&] { keep_best(cells[k][j], measure(backends[j], kOps[k], ranks, sizes, form, bind)); });
       }
     }
   // STEP 3: the rows and (STEP 4) their copy bounds, still while the job's other processes wait idle, not while they
@@ -494,7 +515,7 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
     j.begin_object().key("backends").begin_array();
     for (Backend b : backends) j.value(std::string(backend_name(b)));
     j.end_array().key("ranks").value(ranks).key("rounds").value(rounds);
-    j.key("collectives").value(form ? algorithm_name(*form) : "backend");
+    j.key("collectives").value(form ? algorithm_name(*form) : "backend").key("bind").value(bind_name(bind));
     j.key("ops").begin_array();
     for (std::size_t k = 0; k < nops; ++k) {
       j.begin_object().key("op").value(op_name(kOps[k])).key("bus_factor").value(bus_factor(kOps[k], ranks));
@@ -552,6 +573,7 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
       "backend in turn, once a round); busbw = size / time x factor (nccl-tests)\n",
       kRuns, rounds, rounds == 1 ? "" : "s");
   if (form) std::printf("# collectives: %s on threads and processes (imposed)\n", algorithm_name(*form));
+  print_binding(bind, ranks);
   std::string names;
   for (Backend b : backends) {
     char col[16];
@@ -600,7 +622,7 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
 
 int bench_comm(const std::vector<std::string>& args) {
   po::options_description desc("cpsim bench comm");
-  std::string backend = "threads", minb = "1K", maxb = "64M", collectives, memory;
+  std::string backend = "threads", minb = "1K", maxb = "64M", collectives, memory, bind_text = "cores";
   int ranks = 4, step = 4, rounds = 0;
   desc.add_options()("backend", po::value(&backend),
                      "threads | processes; or a list, side by side: threads,processes,mpi (mpi: under mpirun)")(
@@ -610,7 +632,9 @@ int bench_comm(const std::vector<std::string>& args) {
       "every backend's sweep this many times, in turn; each row keeps its best (default 3 side by side, 1 alone)")(
       "collectives", po::value(&collectives),
       "ring | direct: the form of all_gather and reduce_scatter on threads and processes (default: each backend's "
-      "own)")("memory-limit", po::value(&memory)->value_name("BYTES"),
+      "own)")("bind", po::value(&bind_text)->value_name("cores|none"),
+              "cores: rank r on the (r mod n)-th of the n CPUs this process may use, on every backend (default); "
+              "none: wherever the scheduler puts them")("memory-limit", po::value(&memory)->value_name("BYTES"),
               "the most memory the buffers may take (K, M, G, T: powers of 1024); more is refused before "
               "anything is allocated (default: what this machine has left)")(
       "json", "print one JSON object instead of the tables");
@@ -636,6 +660,9 @@ int bench_comm(const std::vector<std::string>& args) {
             "--collectives " + collectives + " is not a form of the collectives", "use --collectives ring or direct");
     form = collectives == "ring" ? CollectiveAlgorithm::ring : CollectiveAlgorithm::direct;
   }
+  require(bind_text == "cores" || bind_text == "none", "--bind " + bind_text + " is not a placement of the ranks",
+          "use --bind cores (rank r on the (r mod n)-th usable CPU) or --bind none");
+  const bool bind = bind_text == "cores";
   std::vector<std::size_t> sizes;
   for (std::size_t s = lo;; s *= static_cast<std::size_t>(step)) {
     sizes.push_back(s);
@@ -643,12 +670,13 @@ int bench_comm(const std::vector<std::string>& args) {
   }
   if (sizes.back() > hi) sizes.pop_back();
   check_sweep_memory(sizes.back(), ranks, memory_limit);
-  if (side) return side_by_side(backend, ranks, sizes, step, rounds, vm.count("json") > 0, form);
+  if (side) return side_by_side(backend, ranks, sizes, step, rounds, vm.count("json") > 0, form, bind);
 
   LaunchOptions opt;
   opt.ranks = ranks;
   opt.backend = b;
   opt.collectives = form;
+  opt.bind = bind;
   opt.heap_bytes = sweep_heap_bytes(sizes.back(), ranks);
   const std::string form_name = form ? algorithm_name(*form) : "backend";
   std::vector<std::vector<Row>> table(std::size(kOps));
@@ -684,7 +712,7 @@ int bench_comm(const std::vector<std::string>& args) {
   if (vm.count("json")) {
     JsonWriter j;
     j.begin_object().key("backend").value(backend).key("ranks").value(ranks).key("rounds").value(rounds);
-    j.key("collectives").value(form_name);
+    j.key("collectives").value(form_name).key("bind").value(bind_name(bind));
     j.key("ops").begin_array();
     for (std::size_t k = 0; k < table.size(); ++k) {
       j.begin_object().key("op").value(op_name(kOps[k])).key("bus_factor").value(bus_factor(kOps[k], ranks));
@@ -724,6 +752,7 @@ int bench_comm(const std::vector<std::string>& args) {
     std::printf("# collectives: %s (imposed by --collectives)\n", form_name.c_str());
   else
     std::printf("# collectives: the backend's own forms (docs/backends-threads-processes.md)\n");
+  print_binding(bind, ranks);
   for (std::size_t k = 0; k < table.size(); ++k) {
     std::printf("#\n# %s (busbw factor %.3g)\n", op_name(kOps[k]), bus_factor(kOps[k], ranks));
     std::printf("# %10s %12s %6s %10s %10s %10s %8s %10s %10s %8s\n", "size", "count", "type", "time", "algbw", "busbw",

@@ -40,6 +40,10 @@ struct LaunchOptions {
   // which messages are copied once (sim/comm/shm_heap.hpp); 0: no heap, every message through the slot rings.
   // Other backends ignore it.
   std::size_t heap_bytes = 0;
+  // Each rank bound to one CPU, rank r to the (r mod n)-th of the n CPUs the launcher may use (rank_binding.hpp):
+  // threads binds each rank's thread, processes each rank's process, mpi each process for the launch. Unset: the
+  // scheduler places the ranks and moves them as it likes. Other backends ignore it.
+  bool bind = false;
 };
 
 struct RankOutcome {

@@ -18,6 +18,7 @@
 #include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
 #include "sim/comm/p2p_communicator.hpp"
+#include "sim/comm/rank_binding.hpp"
 #include "sim/comm/shm_engine.hpp"
 #include "sim/comm/shm_heap.hpp"
 #include "sim/comm/shm_segment.hpp"
@@ -173,7 +174,7 @@ void flush_output() {
 // The body of a rank process. Never returns.
 [[noreturn]] void run_rank(const ShmSegment& segment, const ShmWorld& world, int r, const LaunchOptions& opt,
                            const RankFn& fn, Recorder::Clock::time_point epoch, pid_t parent,
-                           const StopSignals& signals) {
+                           const StopSignals& signals, const std::vector<int>& cpus) {
   signals.reset_in_rank();
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher dies: so do we
   if (::getppid() != parent) ::_exit(kExitStopped);
@@ -185,6 +186,7 @@ void flush_output() {
     if (world.control().forked.load() != 0 || world.aborted()) break;
     world.bell(r).sleep(seen, std::chrono::milliseconds(1));
   }
+  const RankBinding binding(r, cpus);  // on its CPU from here on (LaunchOptions::bind)
   std::optional<RankArena> arena;
   try {
     // This rank's message buffers come from its arena of the shared heap (shm_heap.hpp) for as long as the process
@@ -384,10 +386,11 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
   StopSignals signals(world.bell(c));
   const auto epoch = Recorder::Clock::now();
   const pid_t parent = ::getpid();
+  const std::vector<int> cpus = opt.bind ? usable_cpus() : std::vector<int>{};
   flush_output();  // children must not inherit unwritten output
   for (int r = 0; r < c; ++r) {
     const pid_t pid = ::fork();
-    if (pid == 0) run_rank(segment, world, r, opt, fn, epoch, parent, signals);
+    if (pid == 0) run_rank(segment, world, r, opt, fn, epoch, parent, signals, cpus);
     if (pid < 0) {
       world.fail(r, std::string("could not be started: fork failed: ") + std::strerror(errno), ShmStatus::dead);
       break;

@@ -5,6 +5,7 @@
 
 #include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
+#include "sim/comm/rank_binding.hpp"
 #include "sim/comm/threads_world.hpp"
 
 namespace cpsim {
@@ -46,8 +47,10 @@ std::vector<RankOutcome> launch_threads(const LaunchOptions& opt, const RankFn& 
   std::vector<RankOutcome> out = fresh_outcomes(c, opt.tracing);
   std::vector<std::thread> threads;
   threads.reserve(c);
+  const std::vector<int> cpus = opt.bind ? usable_cpus() : std::vector<int>{};
   for (int r = 0; r < c; ++r) {
     threads.emplace_back([&, r] {
+      const RankBinding binding(r, cpus);
       try {
         ThreadsCommunicator comm(world, r, out[r].stats, rank_range(0, c), kWorldContext);
         comm.impose(opt.collectives);

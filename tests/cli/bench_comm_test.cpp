@@ -8,6 +8,7 @@
 #include "run_cli.hpp"
 #include "sim/cli/bench_comm_goals.hpp"
 #include "sim/comm/copy.hpp"
+#include "sim/comm/rank_binding.hpp"
 
 using cpsim::test::count;
 using cpsim::test::run_cli;
@@ -56,6 +57,11 @@ TEST_CASE("bench comm on one backend prints its tables, how its copies were meas
   CHECK(count(r.out, "# goal: ring sendrecv at 1K <= 5 us: ") == 1);
   CHECK(count(r.out, "mpirun -np 2 cpsim bench comm --backend threads,processes,mpi --ranks 2") == 1);
   CHECK(count(r.out, "ceiling") == 0);  // the retired goal's figures are gone
+  // Bound by default: each rank's CPU named (sim/comm/rank_binding.hpp).
+  const std::vector<int> cpus = cpsim::usable_cpus();
+  REQUIRE_FALSE(cpus.empty());
+  CHECK(count(r.out, "# ranks: bound to CPUs (--bind cores), rank:cpu 0:" + std::to_string(cpus[0]) + ", 1:" +
+                         std::to_string(cpus[1 % cpus.size()]) + "\n") == 1);
   // Every data row: size count type time algbw busbw #wrong memcpy stream bus/mem, with #wrong 0.
   CHECK(rows_with_none_wrong(r.out, 7) == 8);
 }
@@ -64,6 +70,27 @@ TEST_CASE("bench comm without the 1 KiB row says the latency goal is not in the 
   const auto r = run_cli("bench comm --backend processes --ranks 2 --minbytes 64K --maxbytes 64K", "bench_comm_no1k");
   REQUIRE(r.rc == 0);
   CHECK(count(r.out, "# goal: ring sendrecv at 1K <= 10 us: 1K is not in this sweep") == 1);
+}
+
+TEST_CASE("bench comm --bind none leaves the ranks to the scheduler and says so") {
+  const auto r = run_cli("bench comm --backend threads --ranks 2 --minbytes 64K --maxbytes 64K --bind none",
+                         "bench_comm_unbound");
+  REQUIRE(r.rc == 0);
+  CHECK(count(r.out, "# ranks: not bound (--bind none): the scheduler placed and moved them\n") == 1);
+  CHECK(count(r.out, "# ranks: bound") == 0);
+  const auto j = run_cli("bench comm --backend threads --ranks 2 --minbytes 64K --maxbytes 64K --bind none --json",
+                         "bench_comm_unbound_json");
+  REQUIRE(j.rc == 0);
+  CHECK(count(j.out, "\"bind\":\"none\"") == 1);
+}
+
+TEST_CASE("bench comm refuses a --bind that is not a placement in one line, before it measures anything") {
+  const auto r = run_cli("bench comm --backend threads,processes --ranks 2 --bind sockets", "bench_comm_bind");
+  CHECK(r.rc == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err ==
+        "cpsim: error: --bind sockets is not a placement of the ranks; use --bind cores (rank r on the (r mod n)-th "
+        "usable CPU) or --bind none\n");
 }
 
 TEST_CASE("bench comm --json carries each row, the calls each of its runs made, and the latency goal") {
@@ -103,6 +130,7 @@ TEST_CASE("bench comm side by side evaluates the goals its backends allow, and s
   CHECK(count(r.out, "not evaluated (needs both backends and such chunks in the sweep)") == 3);
   CHECK(count(r.out, "#   threads sendrecv at 1K <= 5 us: ") == 1);
   CHECK(count(r.out, "#   processes sendrecv at 1K <= 10 us: ") == 1);
+  CHECK(count(r.out, "# ranks: bound to CPUs (--bind cores), rank:cpu 0:") == 1);
   // Each table row: size, then two busy columns and two busbw columns, then #wrong.
   CHECK(rows_with_none_wrong(r.out, 6) == 8);
   // The copy bound of the rows the goals cover, each backend's busbw as a fraction of it.
@@ -119,6 +147,7 @@ TEST_CASE("bench comm side by side --json lists each evaluated goal with its low
       "bench_comm_side_json");
   REQUIRE(r.rc == 0);
   CHECK(count(r.out, "\"rounds\":2,") == 1);
+  CHECK(count(r.out, "\"bind\":\"cores\"") == 1);
   CHECK(count(r.out, "\"goal\":\"processes >= 0.8 x threads\",\"ratio\":0.8") == 1);
   CHECK(count(r.out, "\"rows\":3") == 1);
   CHECK(count(r.out, "\"ceiling\":") == 1);  // the copy bound over threads
