@@ -64,7 +64,8 @@ def main():
     for r in range(a.rounds):
         for name, path in named[r % len(named):] + named[:r % len(named)]:
             runs[name].append(one_run(path, a))
-    print(f"# {a.backend} (where a binary's flags name no other), {a.ranks} ranks, {a.rounds} rounds alternating, each round starting with the next binary"
+    print(f"# {a.backend} (where a binary's flags name no other), {a.ranks} ranks, {a.rounds} rounds alternating, "
+          "each round starting with the next binary"
           f"{', --collectives ' + a.collectives if a.collectives else ''}; load average before: {before}, after: {load()}")
     print("# time per call (us), lowest / median of the rounds")
     print(f"{'op':15s} {'size':>8s} " + " ".join(f"{name:>21s}" for name, _ in named))

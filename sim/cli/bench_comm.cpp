@@ -388,7 +388,6 @@ std::vector<Backend> parse_backend_list(const std::string& list) {
   }
 }
 
-// The goal lines under the tables: each goal with its lowest ratio and where, or why it was not evaluated.
 const char* bind_name(bool bind) {
   return bind ? "cores" : "none";
 }
@@ -402,9 +401,11 @@ void print_binding(bool bind, int ranks) {
   const std::vector<int> cpus = usable_cpus();
   std::string where;
   for (int r = 0; r < ranks && !cpus.empty(); ++r)
-    where += (r == 0 ? "" : ", ") + std::to_string(r) + ":" + std::to_string(cpus[r % cpus.size()]);
+    where += (r == 0 ? "" : ", ") + std::to_string(r) + ":" + std::to_string(rank_cpu(r, cpus));
   std::printf("# ranks: bound to CPUs (--bind cores), rank:cpu %s\n", where.c_str());
 }
+
+// The goal lines under the tables: each goal with its lowest ratio and where, or why it was not evaluated.
 
 void print_goals(const std::vector<RatioGoal>& goals, const LatencyGoal (&lat)[2], const bool (&listed)[2]) {
   std::printf("#\n# goals: busbw ratios over sendrecv, all_gather and all_to_all at per-peer chunks %s..%s\n",

@@ -386,7 +386,7 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
   StopSignals signals(world.bell(c));
   const auto epoch = Recorder::Clock::now();
   const pid_t parent = ::getpid();
-  const std::vector<int> cpus = opt.bind ? usable_cpus() : std::vector<int>{};
+  const std::vector<int> cpus = cpus_to_bind(opt.bind);
   flush_output();  // children must not inherit unwritten output
   for (int r = 0; r < c; ++r) {
     const pid_t pid = ::fork();

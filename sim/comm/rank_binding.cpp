@@ -12,12 +12,20 @@ std::vector<int> usable_cpus() {
   return cpus;
 }
 
+std::vector<int> cpus_to_bind(bool bind) {
+  return bind ? usable_cpus() : std::vector<int>{};
+}
+
+int rank_cpu(int rank, const std::vector<int>& cpus) {
+  return cpus[static_cast<std::size_t>(rank) % cpus.size()];
+}
+
 RankBinding::RankBinding(int rank, const std::vector<int>& cpus) {
   CPU_ZERO(&before_);
   if (cpus.empty() || rank < 0 || ::sched_getaffinity(0, sizeof before_, &before_) != 0) return;
   cpu_set_t one;
   CPU_ZERO(&one);
-  CPU_SET(cpus[static_cast<std::size_t>(rank) % cpus.size()], &one);
+  CPU_SET(rank_cpu(rank, cpus), &one);
   bound_ = ::sched_setaffinity(0, sizeof one, &one) == 0;
 }
 

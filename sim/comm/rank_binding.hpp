@@ -14,6 +14,10 @@ namespace cpsim {
 
 // The CPUs the calling thread may run on, in increasing order (sched_getaffinity; its whole mask may be one CPU).
 std::vector<int> usable_cpus();
+// What a launcher hands its ranks' bindings: usable_cpus() when the launch binds (LaunchOptions::bind), else none.
+std::vector<int> cpus_to_bind(bool bind);
+// Rank r's CPU among those given: cpus[r mod cpus.size()] (cpus not empty).
+int rank_cpu(int rank, const std::vector<int>& cpus);
 
 // While it lives, the calling thread runs on cpus[rank mod cpus.size()] alone; its mask before comes back when it
 // goes. A binding the system refuses (a CPU taken away since) leaves the thread where it was: binding is a

@@ -47,7 +47,7 @@ std::vector<RankOutcome> launch_threads(const LaunchOptions& opt, const RankFn& 
   std::vector<RankOutcome> out = fresh_outcomes(c, opt.tracing);
   std::vector<std::thread> threads;
   threads.reserve(c);
-  const std::vector<int> cpus = opt.bind ? usable_cpus() : std::vector<int>{};
+  const std::vector<int> cpus = cpus_to_bind(opt.bind);
   for (int r = 0; r < c; ++r) {
     threads.emplace_back([&, r] {
       const RankBinding binding(r, cpus);

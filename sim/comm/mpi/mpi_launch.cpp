@@ -118,7 +118,7 @@ std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn) 
   Recorder rec(rank, opt.tracing);
   std::vector<std::string> payloads;
   // This process on its CPU for the launch (LaunchOptions::bind); as it was before, after.
-  const RankBinding binding(rank, opt.bind ? usable_cpus() : std::vector<int>{});
+  const RankBinding binding(rank, cpus_to_bind(opt.bind));
   try {
     mpi::MpiCommunicator world(comm, rec, rank_range(0, size), dog, native);
     // STEP 3: the clocks' common origin.
