@@ -6,9 +6,8 @@
 //          for sendrecv (size).
 //   time   the slowest rank's mean time per call, calls back to back after a barrier (about 20 ms of them, by the
 //          size and by the warm-up calls' time); best of 3 such runs (the machine may be shared: the best run is the
-//          one least disturbed), and with --rounds N the best of N such sweeps, the backends taking turns
-//          operation by operation (a shared machine's disturbances last longer than one cell's three runs: see
-//          keep_best below).
+//          one least disturbed), and with --rounds N the median of N such sweeps, the backends taking turns
+//          operation by operation (a launch's speed varies more than its runs': see median_of_rounds below).
 //   algbw  size / time;  busbw = algbw x factor: sendrecv 1, the three collectives (C-1)/C (nccl-tests).
 //   #wrong elements that differ from the call's definition in a checked call made before the timed ones.
 //   ranks  bound to CPUs, rank r on the (r mod n)-th usable CPU, on every backend (--bind cores, the default;
@@ -181,6 +180,7 @@ std::string sweep(Op op, Communicator& comm, const std::vector<std::size_t>& siz
 struct SizeFigures {
   double us = 0;
   std::int64_t wrong = 0, calls = 0;
+  std::vector<double> round_us;  // with --rounds, every round's `us`, in round order (median_of_rounds)
 };
 SizeFigures read_size(std::vector<ByteReader>& readers) {
   SizeFigures f;
@@ -194,22 +194,40 @@ SizeFigures read_size(std::vector<ByteReader>& readers) {
   return f;
 }
 
-// --rounds: a cell measured again, seconds later, keeps the better of its two figures (the shorter time, with the
-// calls of that run); the wrong elements of both count. On a 2-core virtual machine a disturbance (the host's
-// other work, a vCPU descheduled) can last longer than a cell's three back-to-back runs and take one backend's
-// row down by half; the rounds put each backend's sweeps seconds apart, in turn with the others', so that no
-// backend's cell is judged by one disturbed moment. Each round runs every backend; none gets more tries.
+// --rounds: every round measures each cell again, seconds later, and the cell's figure is the median round's
+// (by time; of an even number, the slower of the middle two), with that run's calls; the wrong elements of every
+// round count. Not the best round: on a 2-core virtual machine a launch now and then runs a whole sweep of large
+// chunks near twice as fast as the launches around it, on either backend, and a best of rounds is decided by
+// whichever backend drew such a launch. Run against itself, one binary read 0.55 x itself at a row so
+// (docs/performance/comm.md, "Median of rounds"). A disturbance (the host's other work, a vCPU descheduled) that
+// outlasts a cell's three back-to-back runs is likewise one round of several. Each round runs every backend, in
+// turn; none gets more tries.
 template <class Figures>
-void keep_best(std::vector<Figures>& best, std::vector<Figures> now) {
-  if (best.empty()) {
-    best = std::move(now);
-    return;
+std::vector<Figures> median_of_rounds(const std::vector<std::vector<Figures>>& rounds) {
+  std::vector<Figures> out;
+  if (rounds.empty()) return out;
+  for (std::size_t i = 0; i < rounds.front().size(); ++i) {
+    std::vector<const Figures*> by_time;
+    std::int64_t wrong = 0;
+    for (const auto& round : rounds) {
+      by_time.push_back(&round[i]);
+      wrong += round[i].wrong;
+    }
+    std::sort(by_time.begin(), by_time.end(), [](const Figures* a, const Figures* b) { return a->us < b->us; });
+    Figures median = *by_time[by_time.size() / 2];
+    median.wrong = wrong;
+    median.round_us.clear();
+    for (const auto& round : rounds) median.round_us.push_back(round[i].us);
+    out.push_back(std::move(median));
   }
-  for (std::size_t i = 0; i < now.size(); ++i) {
-    const std::int64_t wrong = best[i].wrong + now[i].wrong;
-    if (now[i].us < best[i].us) best[i] = now[i];
-    best[i].wrong = wrong;
-  }
+  return out;
+}
+
+// A cell's every round, in --json: "round_time_us": [...], in round order.
+void round_times(JsonWriter& j, const SizeFigures& f) {
+  j.key("round_time_us").begin_array();
+  for (double us : f.round_us) j.value(us);
+  j.end_array();
 }
 
 // The heap each rank needs for a sweep up to `largest` (processes: LaunchOptions::heap_bytes): its send and receive
@@ -451,21 +469,25 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
   // cells[op][backend][size]
   std::vector<std::vector<std::vector<Cell>>> cells(nops, std::vector<std::vector<Cell>>(backends.size()));
   // STEPS 1-2 for each operation, --rounds times, the backends taking turns (each round in the reverse order of the
-  // one before, so that none always goes first), each cell keeping its best (keep_best). STEP 1: mpi, on every
-  // process of the job (its first call also checks that the job has --ranks processes). STEP 2: the others, by
-  // rank 0 alone while the job's other processes wait idle (run_on_rank0).
-  for (std::size_t k = 0; k < nops; ++k)
+  // one before, so that none always goes first); each cell is then its median round (median_of_rounds). STEP 1:
+  // mpi, on every process of the job (its first call also checks that the job has --ranks processes). STEP 2: the
+  // others, by rank 0 alone while the job's other processes wait idle (run_on_rank0).
+  for (std::size_t k = 0; k < nops; ++k) {
+    // measured[backend][round][size]
+    std::vector<std::vector<std::vector<Cell>>> measured(backends.size());
     for (int round = 0; round < rounds; ++round) {
       std::vector<std::size_t> order(backends.size());
       std::iota(order.begin(), order.end(), std::size_t{0});
       if (round % 2 == 1) std::reverse(order.begin(), order.end());
       for (std::size_t j : order) {
         if (backends[j] == Backend::mpi)
-          keep_best(cells[k][j], measure(Backend::mpi, kOps[k], ranks, sizes, form, bind));
+          measured[j].push_back(measure(Backend::mpi, kOps[k], ranks, sizes, form, bind));
         else
-          run_on_rank0([&] { keep_best(cells[k][j], measure(backends[j], kOps[k], ranks, sizes, form, bind)); });
+          run_on_rank0([&] { measured[j].push_back(measure(backends[j], kOps[k], ranks, sizes, form, bind)); });
       }
     }
+    for (std::size_t j = 0; j < backends.size(); ++j) cells[k][j] = median_of_rounds(measured[j]);
+  }
   // STEP 3: the rows and (STEP 4) their copy bounds, still while the job's other processes wait idle, not while they
   // leave the job.
   std::vector<SideRow> rows;
@@ -527,6 +549,7 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
           const Cell& c = cells[k][b][i];
           j.key(std::string(backend_name(backends[b]))).begin_object().key("time_us").value(c.us);
           j.key("busbw_gbps").value(c.busbw).key("wrong").value(c.wrong).key("calls_per_run").value(c.calls);
+          round_times(j, c);
           j.end_object();
         }
         j.end_object();
@@ -570,8 +593,8 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
         "other processes wait idle\n",
         ranks);
   std::printf(
-      "# time: the slowest rank's mean per call, best of %d runs in each of %d round%s (each operation swept by every "
-      "backend in turn, once a round); busbw = size / time x factor (nccl-tests)\n",
+      "# time: the slowest rank's mean per call, best of %d runs in a round, the median of %d round%s (each operation "
+      "swept by every backend in turn, once a round); busbw = size / time x factor (nccl-tests)\n",
       kRuns, rounds, rounds == 1 ? "" : "s");
   if (form) std::printf("# collectives: %s on threads and processes (imposed)\n", algorithm_name(*form));
   print_binding(bind, ranks);
@@ -630,7 +653,8 @@ int bench_comm(const std::vector<std::string>& args) {
       "ranks", po::value(&ranks), "number of ranks C (default 4)")("minbytes", po::value(&minb), "smallest size (1K)")(
       "maxbytes", po::value(&maxb), "largest size (64M)")("stepfactor", po::value(&step), "size multiplier (4)")(
       "rounds", po::value(&rounds),
-      "every backend's sweep this many times, in turn; each row keeps its best (default 3 side by side, 1 alone)")(
+      "every backend's sweep this many times, in turn; each row is its median round (default 5 side by side, 1 "
+      "alone)")(
       "collectives", po::value(&collectives),
       "ring | direct: the form of all_gather and reduce_scatter on threads and processes (default: each backend's "
       "own)")("bind", po::value(&bind_text)->value_name("cores|none"),
@@ -647,7 +671,7 @@ int bench_comm(const std::vector<std::string>& args) {
           "bench comm measures the CPU backends only (got '" + backend + "')", "use --backend threads or processes");
   require(ranks >= 2, "bench comm needs at least 2 ranks (got " + std::to_string(ranks) + ")", "use --ranks 2 or more");
   require(step >= 2, "--stepfactor must be at least 2", "use --stepfactor 2 or 4");
-  if (!vm.count("rounds")) rounds = side ? 3 : 1;
+  if (!vm.count("rounds")) rounds = side ? 5 : 1;
   require(rounds >= 1, "--rounds must be at least 1 (got " + std::to_string(rounds) + ")", "use --rounds 1 or more");
   const std::size_t lo = parse_size("minbytes", minb), hi = parse_size("maxbytes", maxb);
   require(lo >= 4 * static_cast<std::size_t>(ranks) && lo <= hi, "sizes must satisfy 4 x ranks <= minbytes <= maxbytes",
@@ -680,7 +704,8 @@ int bench_comm(const std::vector<std::string>& args) {
   opt.bind = bind;
   opt.heap_bytes = sweep_heap_bytes(sizes.back(), ranks);
   const std::string form_name = form ? algorithm_name(*form) : "backend";
-  std::vector<std::vector<Row>> table(std::size(kOps));
+  // measured[op][round][size]; table[op][size]: the median round (median_of_rounds).
+  std::vector<std::vector<std::vector<Row>>> measured(std::size(kOps));
   for (int round = 0; round < rounds; ++round)
     for (std::size_t k = 0; k < std::size(kOps); ++k) {
       auto outcomes = launch(opt, [&](Communicator& comm) { return sweep(kOps[k], comm, sizes); });
@@ -688,8 +713,10 @@ int bench_comm(const std::vector<std::string>& args) {
       std::vector<ByteReader> readers;
       for (const auto& o : outcomes) readers.emplace_back(o.result);
       for (auto& row : rows) static_cast<SizeFigures&>(row) = read_size(readers);
-      keep_best(table[k], std::move(rows));
+      measured[k].push_back(std::move(rows));
     }
+  std::vector<std::vector<Row>> table;
+  for (const auto& rounds_of_op : measured) table.push_back(median_of_rounds(rounds_of_op));
   for (std::size_t k = 0; k < table.size(); ++k) {
     const Op op = kOps[k];
     std::vector<Row>& rows = table[k];
@@ -724,6 +751,7 @@ int bench_comm(const std::vector<std::string>& args) {
         j.key("chunk_bytes").value(static_cast<std::int64_t>(row.chunk_bytes)).key("time_us").value(row.us);
         j.key("algbw_gbps").value(row.algbw).key("busbw_gbps").value(row.busbw).key("wrong").value(row.wrong);
         j.key("calls_per_run").value(row.calls);
+        round_times(j, row);
         j.key("memcpy_gbps").value(row.memcpy).key("stream_gbps").value(row.stream);
         j.key("busbw_over_memcpy").value(row.busbw / row.memcpy);
         j.end_object();
@@ -742,8 +770,8 @@ int bench_comm(const std::vector<std::string>& args) {
 
   std::printf("# cpsim bench comm: backend %s, %d ranks; sizes %s..%s x%d\n", backend.c_str(), ranks, human(lo).c_str(),
               human(hi).c_str(), step);
-  std::printf("# time: the slowest rank's mean per call, best of %d runs in each of %d round%s\n", kRuns, rounds,
-              rounds == 1 ? "" : "s");
+  std::printf("# time: the slowest rank's mean per call, best of %d runs in a round, the median of %d round%s\n", kRuns,
+              rounds, rounds == 1 ? "" : "s");
   std::printf("# memcpy: one thread, one chunk between two warm, 64-byte aligned buffers of its size, best of 7 runs, "
               "same run\n");
   std::printf("# stream: the same copy with the transports' streaming stores, which they use from %s on (landed in "

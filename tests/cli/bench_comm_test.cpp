@@ -1,6 +1,7 @@
 // `cpsim bench comm` end to end, at sizes small enough for a test: what it prints, never how fast it is.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,6 +39,27 @@ void check_calls_per_run(const std::string& json, std::size_t rows) {
   for (double n : calls) CHECK((n >= 3 && n <= 1000));
 }
 
+// Each cell's time in --json is the median of its rounds' (round_time_us, `rounds` of them; of an even number the
+// slower of the middle two), never the best round: checked in every one of `cells` cells.
+void check_median_of_rounds(const std::string& json, std::size_t cells, std::size_t rounds) {
+  std::size_t seen = 0;
+  for (std::size_t at = json.find("\"round_time_us\":["); at != std::string::npos;
+       at = json.find("\"round_time_us\":[", at + 1)) {
+    const std::size_t open = json.find('[', at), close = json.find(']', at);
+    std::vector<double> times;
+    std::istringstream list(json.substr(open + 1, close - open - 1));
+    for (std::string v; std::getline(list, v, ',');) times.push_back(std::stod(v));
+    REQUIRE(times.size() == rounds);
+    const std::size_t time_at = json.rfind("\"time_us\":", at);  // the cell's own, just before its rounds
+    REQUIRE(time_at != std::string::npos);
+    const double time = std::stod(json.substr(time_at + 10));
+    std::sort(times.begin(), times.end());
+    CHECK(time == times[rounds / 2]);
+    ++seen;
+  }
+  CHECK(seen == cells);
+}
+
 }  // namespace
 
 TEST_CASE("bench comm on one backend prints its tables, how its copies were measured, and the latency goal") {
@@ -53,7 +75,8 @@ TEST_CASE("bench comm on one backend prints its tables, how its copies were meas
   CHECK(count(r.out, "# stream: the same copy with the transports' streaming stores, which they use from " +
                          cpsim::cli::human_bytes(cpsim::stream_threshold(2)) +
                          " on (landed in a rank by one call, 2 ranks)") == 1);
-  CHECK(count(r.out, "# time: the slowest rank's mean per call, best of 3 runs in each of 1 round\n") == 1);
+  CHECK(count(r.out, "# time: the slowest rank's mean per call, best of 3 runs in a round, the median of 1 round\n") ==
+        1);
   CHECK(count(r.out, "# goal: ring sendrecv at 1K <= 5 us: ") == 1);
   CHECK(count(r.out, "mpirun -np 2 cpsim bench comm --backend threads,processes,mpi --ranks 2") == 1);
   CHECK(count(r.out, "ceiling") == 0);  // the retired goal's figures are gone
@@ -106,6 +129,16 @@ TEST_CASE("bench comm --json carries each row, the calls each of its runs made, 
   CHECK(count(r.out, "\"rounds\":1,") == 1);  // one backend alone: one sweep by default
   CHECK(count(r.out, "ceiling") == 0);
   check_calls_per_run(r.out, 8);
+  check_median_of_rounds(r.out, 8, 1);
+}
+
+TEST_CASE("bench comm with --rounds reports each row's median round and every round's time") {
+  const auto r = run_cli(
+      "bench comm --backend threads --ranks 2 --minbytes 1K --maxbytes 32K --stepfactor 32 --rounds 3 --json",
+      "bench_comm_rounds_json");
+  REQUIRE(r.rc == 0);
+  CHECK(count(r.out, "\"rounds\":3,") == 1);
+  check_median_of_rounds(r.out, 8, 3);
 }
 
 TEST_CASE("bench comm side by side evaluates the goals its backends allow, and says which it cannot") {
@@ -115,9 +148,9 @@ TEST_CASE("bench comm side by side evaluates the goals its backends allow, and s
                          "bench_comm_side");
   REQUIRE(r.rc == 0);
   CHECK(r.err.empty());
-  // Side by side, three rounds by default: every backend swept three times, in turn.
-  CHECK(count(r.out,
-              "best of 3 runs in each of 3 rounds (each operation swept by every backend in turn, once a round)") == 1);
+  // Side by side, five rounds by default: every backend swept five times, in turn, each row its median round.
+  CHECK(count(r.out, "best of 3 runs in a round, the median of 5 rounds (each operation swept by every backend in "
+                     "turn, once a round)") == 1);
   CHECK(count(r.out, "# goals: busbw ratios over sendrecv, all_gather and all_to_all at per-peer chunks 64K..16M") ==
         1);
   // 128K: sendrecv's chunk is 128K, all_gather's and all_to_all's 64K; reduce_scatter is not a goal's operation.
@@ -158,6 +191,7 @@ TEST_CASE("bench comm side by side --json lists each evaluated goal with its low
   CHECK(count(r.out, "\"copy_bound\":[{") == 1);
   CHECK(count(r.out, "\"busbw_gbps\":") == 2 * 8 + 3);  // two backends' 8 rows, and the 3 bounds
   check_calls_per_run(r.out, 2 * 8);
+  check_median_of_rounds(r.out, 2 * 8, 2);
 }
 
 TEST_CASE("bench comm refuses a sweep its --memory-limit cannot hold before allocating, with a --maxbytes that fits") {
