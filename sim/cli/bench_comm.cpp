@@ -426,15 +426,17 @@ void print_binding(bool bind, int ranks) {
 // The goal lines under the tables: each goal with its lowest ratio and where, or why it was not evaluated.
 
 void print_goals(const std::vector<RatioGoal>& goals, const LatencyGoal (&lat)[2], const bool (&listed)[2]) {
-  std::printf("#\n# goals: busbw ratios over sendrecv, all_gather and all_to_all at per-peer chunks %s..%s\n",
-              human(kGoalChunkLow).c_str(), human(kGoalChunkHigh).c_str());
+  std::printf(
+      "#\n# goals: busbw ratios over sendrecv, all_gather and all_to_all at per-peer chunks %s..%s (a row's ratio: "
+      "the median over the rounds of the ratio within a round)\n",
+      human(kGoalChunkLow).c_str(), human(kGoalChunkHigh).c_str());
   for (const RatioGoal& g : goals) {
     if (g.rows == 0) {
       std::printf("#   %-46s not evaluated (needs both backends and such chunks in the sweep)\n", g.what.c_str());
       continue;
     }
-    std::printf("#   %-46s lowest %.2f (%s; %d row%s): %s\n", g.what.c_str(), *g.lowest, g.at.c_str(), g.rows,
-                g.rows == 1 ? "" : "s", g.met() ? "met" : "not met");
+    std::printf("#   %-46s lowest %s (%s; %d row%s): %s\n", g.what.c_str(), goal_figure(*g.lowest, g.goal).c_str(),
+                g.at.c_str(), g.rows, g.rows == 1 ? "" : "s", g.met() ? "met" : "not met");
     if (!g.ceiling) continue;
     std::string reach = "within reach at every row";
     if (!g.out_of_reach.empty()) {
@@ -443,15 +445,15 @@ void print_goals(const std::vector<RatioGoal>& goals, const LatencyGoal (&lat)[2
       for (std::size_t i = 0; i < g.out_of_reach.size(); ++i) reach += (i == 0 ? "" : "; ") + g.out_of_reach[i];
       reach += ")";
     }
-    std::printf("#     the copy bound over %s: lowest %.2f (%s): %s\n", g.over.c_str(), *g.ceiling,
-                g.ceiling_at.c_str(), reach.c_str());
+    std::printf("#     the copy bound over %s: lowest %s (%s): %s\n", g.over.c_str(),
+                goal_figure(*g.ceiling, g.goal).c_str(), g.ceiling_at.c_str(), reach.c_str());
   }
   for (int t = 0; t < 2; ++t) {
     if (!listed[t]) continue;
     const char* name = t == 0 ? "threads" : "processes";
     if (lat[t].us)
-      std::printf("#   %s sendrecv at 1K <= %.0f us: %.2f us: %s\n", name, lat[t].goal_us, *lat[t].us,
-                  lat[t].met() ? "met" : "not met");
+      std::printf("#   %s sendrecv at 1K <= %.0f us: %s us: %s\n", name, lat[t].goal_us,
+                  goal_figure(*lat[t].us, lat[t].goal_us).c_str(), lat[t].met() ? "met" : "not met");
     else
       std::printf("#   %s sendrecv at 1K <= %.0f us: 1K is not in this sweep\n", name, lat[t].goal_us);
   }
@@ -509,9 +511,12 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
         row.chunk = chunk_count(kOps[k], sizes[i], ranks) * 4;
         for (std::size_t b = 0; b < backends.size(); ++b) {
           const Cell& c = cells[k][b][i];
-          (backends[b] == Backend::threads     ? row.threads
-           : backends[b] == Backend::processes ? row.processes
-                                               : row.mpi) = c.busbw;
+          const bool t = backends[b] == Backend::threads, p = backends[b] == Backend::processes;
+          (t ? row.threads : p ? row.processes : row.mpi) = c.busbw;
+          // Every round's busbw, for the ratios within a round (bench_comm_goals.hpp: row_ratio).
+          for (double us : c.round_us)
+            (t ? row.threads_rounds : p ? row.processes_rounds : row.mpi_rounds)
+                .push_back(static_cast<double>(sizes[i]) / (us * 1e-6) / 1e9 * bus_factor(kOps[k], ranks));
           if (kOps[k] == Op::sendrecv && sizes[i] == 1024 && backends[b] != Backend::mpi)
             latency[backends[b] == Backend::threads ? 0 : 1] = c.us;
         }
@@ -653,8 +658,8 @@ int bench_comm(const std::vector<std::string>& args) {
       "ranks", po::value(&ranks), "number of ranks C (default 4)")("minbytes", po::value(&minb), "smallest size (1K)")(
       "maxbytes", po::value(&maxb), "largest size (64M)")("stepfactor", po::value(&step), "size multiplier (4)")(
       "rounds", po::value(&rounds),
-      "every backend's sweep this many times, in turn; each row is its median round (default 5 side by side, 1 "
-      "alone)")(
+      "every backend's sweep this many times, in turn; each row is its median round (default 15 side by side, "
+      "1 alone)")(
       "collectives", po::value(&collectives),
       "ring | direct: the form of all_gather and reduce_scatter on threads and processes (default: each backend's "
       "own)")("bind", po::value(&bind_text)->value_name("cores|none"),
@@ -671,7 +676,7 @@ int bench_comm(const std::vector<std::string>& args) {
           "bench comm measures the CPU backends only (got '" + backend + "')", "use --backend threads or processes");
   require(ranks >= 2, "bench comm needs at least 2 ranks (got " + std::to_string(ranks) + ")", "use --ranks 2 or more");
   require(step >= 2, "--stepfactor must be at least 2", "use --stepfactor 2 or 4");
-  if (!vm.count("rounds")) rounds = side ? 5 : 1;
+  if (!vm.count("rounds")) rounds = side ? 15 : 1;
   require(rounds >= 1, "--rounds must be at least 1 (got " + std::to_string(rounds) + ")", "use --rounds 1 or more");
   const std::size_t lo = parse_size("minbytes", minb), hi = parse_size("maxbytes", maxb);
   require(lo >= 4 * static_cast<std::size_t>(ranks) && lo <= hi, "sizes must satisfy 4 x ranks <= minbytes <= maxbytes",
@@ -796,7 +801,7 @@ int bench_comm(const std::vector<std::string>& args) {
   }
   std::printf("#\n# goal: ring sendrecv at 1K <= %.0f us: ", latency.goal_us);
   if (latency.us)
-    std::printf("%.2f us (%s)\n", *latency.us, latency.met() ? "met" : "not met");
+    std::printf("%s us (%s)\n", goal_figure(*latency.us, latency.goal_us).c_str(), latency.met() ? "met" : "not met");
   else
     std::printf("1K is not in this sweep\n");
   std::printf(

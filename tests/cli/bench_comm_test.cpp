@@ -148,8 +148,8 @@ TEST_CASE("bench comm side by side evaluates the goals its backends allow, and s
                          "bench_comm_side");
   REQUIRE(r.rc == 0);
   CHECK(r.err.empty());
-  // Side by side, five rounds by default: every backend swept five times, in turn, each row its median round.
-  CHECK(count(r.out, "best of 3 runs in a round, the median of 5 rounds (each operation swept by every backend in "
+  // Side by side, 15 rounds by default: every backend swept 15 times, in turn, each row its median round.
+  CHECK(count(r.out, "best of 3 runs in a round, the median of 15 rounds (each operation swept by every backend in "
                      "turn, once a round)") == 1);
   CHECK(count(r.out, "# goals: busbw ratios over sendrecv, all_gather and all_to_all at per-peer chunks 64K..16M") ==
         1);

@@ -11,7 +11,14 @@ constexpr std::size_t K = 1024, M = 1024 * 1024;
 
 SideRow row(CommOp op, std::size_t chunk, std::optional<double> threads, std::optional<double> processes,
             std::optional<double> mpi) {
-  return SideRow{op, op == CommOp::sendrecv ? chunk : 4 * chunk, chunk, threads, processes, mpi, {}};
+  SideRow r;
+  r.op = op;
+  r.size = op == CommOp::sendrecv ? chunk : 4 * chunk;
+  r.chunk = chunk;
+  r.threads = threads;
+  r.processes = processes;
+  r.mpi = mpi;
+  return r;
 }
 
 }  // namespace
@@ -95,8 +102,34 @@ TEST_CASE("bench comm goals: the 1 KiB sendrecv latency, at most 5 us on threads
   CHECK_FALSE(latency_goal(false, std::nullopt).met());
 }
 
+TEST_CASE("bench comm goals: with rounds, a row's ratio is the median of the ratios within each round") {
+  // busbw: threads fast (20) in rounds 3-5, processes (16) in rounds 3 and 5 only. Their medians, 20 and 9, give
+  // 0.45; round by round the ratios are 0.9, 0.9, 0.8, 0.45, 0.8: median 0.8, the goal met.
+  SideRow r = row(CommOp::all_gather, M, 20.0, 9.0, 5.0);
+  r.threads_rounds = {10, 10, 20, 20, 20};
+  r.processes_rounds = {9, 9, 16, 9, 16};
+  CHECK(row_ratio(9.0, 20.0, r.processes_rounds, r.threads_rounds) == doctest::Approx(0.8));
+  const std::vector<RatioGoal> g = evaluate_ratio_goals({r});
+  CHECK(*g[1].lowest == doctest::Approx(0.8));  // processes >= 0.8 x threads: round by round
+  CHECK(g[1].met());
+  CHECK(*g[0].lowest == doctest::Approx(9.0 / 5.0));  // mpi's rounds unknown: the figures' ratio
+  // Of an even number of rounds, the lower of the middle two: ratios 0.5, 0.9, 1.0, 2.0 give 0.9.
+  CHECK(row_ratio(1, 1, {1, 9, 10, 4}, {2, 10, 10, 2}) == doctest::Approx(0.9));
+  // Rounds that do not pair up (a backend measured fewer times) fall back to the figures.
+  CHECK(row_ratio(3, 4, {1, 2}, {1}) == doctest::Approx(0.75));
+}
+
 TEST_CASE("bench comm prints sizes as its tables do") {
   CHECK(human_bytes(1536) == "1536");
   CHECK(human_bytes(64 * K) == "64K");
   CHECK(human_bytes(16 * M) == "16M");
+}
+
+TEST_CASE("bench comm prints a figure beside its goal with the decimals that keep it on its own side of the goal") {
+  CHECK(goal_figure(0.91234, 0.8) == "0.91");
+  CHECK(goal_figure(0.8, 0.8) == "0.80");        // met at the ratio exactly
+  CHECK(goal_figure(0.7996, 0.8) == "0.7996");   // not met: never "0.80"
+  CHECK(goal_figure(0.80004, 0.8) == "0.80004");  // met: never "0.80" read as the goal exactly
+  CHECK(goal_figure(5.004, 5.0) == "5.004");     // a latency just over its goal
+  CHECK(goal_figure(2.0 / 3.0, 0.8) == "0.67");
 }
