@@ -196,12 +196,12 @@ SizeFigures read_size(std::vector<ByteReader>& readers) {
 
 // --rounds: every round measures each cell again, seconds later, and the cell's figure is the median round's
 // (by time; of an even number, the slower of the middle two), with that run's calls; the wrong elements of every
-// round count. Not the best round: on a 2-core virtual machine a launch now and then runs a whole sweep of large
-// chunks near twice as fast as the launches around it, on either backend, and a best of rounds is decided by
-// whichever backend drew such a launch. Run against itself, one binary read 0.55 x itself at a row so
-// (docs/performance/comm.md, "Median of rounds"). A disturbance (the host's other work, a vCPU descheduled) that
-// outlasts a cell's three back-to-back runs is likewise one round of several. Each round runs every backend, in
-// turn; none gets more tries.
+// round count. Not the best round: on a 2-core virtual machine large messages move much faster now and then, for
+// a round or several, on either backend, and a best of rounds is decided by whichever backend drew such a round.
+// Run against itself, one binary read 0.69 x itself at a row so (docs/performance/comm.md, "Median of rounds"). A
+// disturbance (the host's other work, a vCPU descheduled) that outlasts a cell's three back-to-back runs is likewise
+// one round of several. Each round runs every backend, in turn; none gets more tries. The goals compare backends
+// round by round (bench_comm_goals.hpp: row_ratio), from each cell's round_us.
 template <class Figures>
 std::vector<Figures> median_of_rounds(const std::vector<std::vector<Figures>>& rounds) {
   std::vector<Figures> out;
