@@ -223,6 +223,13 @@ std::vector<Figures> median_of_rounds(const std::vector<std::vector<Figures>>& r
   return out;
 }
 
+// How a cell's time was chosen, for the headers: "best of 3 runs", and with rounds "best of 3 runs in a round, the
+// median of 15 rounds".
+std::string time_rule(int rounds) {
+  const std::string runs = "best of " + std::to_string(kRuns) + " runs";
+  return rounds == 1 ? runs : runs + " in a round, the median of " + std::to_string(rounds) + " rounds";
+}
+
 // A cell's every round, in --json: "round_time_us": [...], in round order.
 void round_times(JsonWriter& j, const SizeFigures& f) {
   j.key("round_time_us").begin_array();
@@ -597,10 +604,9 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
         "# mpi: the %d processes of this mpirun job; threads, processes: launched by rank 0 while the job's "
         "other processes wait idle\n",
         ranks);
-  std::printf(
-      "# time: the slowest rank's mean per call, best of %d runs in a round, the median of %d round%s (each operation "
-      "swept by every backend in turn, once a round); busbw = size / time x factor (nccl-tests)\n",
-      kRuns, rounds, rounds == 1 ? "" : "s");
+  std::printf("# time: the slowest rank's mean per call, %s (each operation swept by every backend in turn, once a "
+              "round); busbw = size / time x factor (nccl-tests)\n",
+              time_rule(rounds).c_str());
   if (form) std::printf("# collectives: %s on threads and processes (imposed)\n", algorithm_name(*form));
   print_binding(bind, ranks);
   std::string names;
@@ -775,8 +781,7 @@ int bench_comm(const std::vector<std::string>& args) {
 
   std::printf("# cpsim bench comm: backend %s, %d ranks; sizes %s..%s x%d\n", backend.c_str(), ranks, human(lo).c_str(),
               human(hi).c_str(), step);
-  std::printf("# time: the slowest rank's mean per call, best of %d runs in a round, the median of %d round%s\n", kRuns,
-              rounds, rounds == 1 ? "" : "s");
+  std::printf("# time: the slowest rank's mean per call, %s\n", time_rule(rounds).c_str());
   std::printf("# memcpy: one thread, one chunk between two warm, 64-byte aligned buffers of its size, best of 7 runs, "
               "same run\n");
   std::printf("# stream: the same copy with the transports' streaming stores, which they use from %s on (landed in "
