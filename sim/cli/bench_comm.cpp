@@ -65,6 +65,14 @@ double bus_factor(Op op, int c) {
   return op == Op::sendrecv ? 1.0 : (c - 1.0) / c;
 }
 
+// GB/s of a call of nccl-tests size `size` taking `us` microseconds: algbw = size / time, busbw = algbw x factor.
+double algbw_gbps(std::size_t size, double us) {
+  return static_cast<double>(size) / (us * 1e-6) / 1e9;
+}
+double busbw_gbps(Op op, std::size_t size, double us, int c) {
+  return algbw_gbps(size, us) * bus_factor(op, c);
+}
+
 // Per-rank chunk (one message) of a call of nccl-tests size `size`, in floats.
 std::size_t chunk_count(Op op, std::size_t size, int c) {
   return op == Op::sendrecv ? size / 4 : size / 4 / c;
@@ -216,7 +224,6 @@ std::vector<Figures> median_of_rounds(const std::vector<std::vector<Figures>>& r
     std::sort(by_time.begin(), by_time.end(), [](const Figures* a, const Figures* b) { return a->us < b->us; });
     Figures median = *by_time[by_time.size() / 2];
     median.wrong = wrong;
-    median.round_us.clear();
     for (const auto& round : rounds) median.round_us.push_back(round[i].us);
     out.push_back(std::move(median));
   }
@@ -390,7 +397,7 @@ std::vector<Cell> measure(Backend b, Op op, int ranks, const std::vector<std::si
   for (std::size_t size : sizes) {
     Cell cell;
     static_cast<SizeFigures&>(cell) = read_size(readers);
-    cell.busbw = static_cast<double>(size) / (cell.us * 1e-6) / 1e9 * bus_factor(op, ranks);
+    cell.busbw = busbw_gbps(op, size, cell.us, ranks);
     cells.push_back(cell);
   }
   return cells;
@@ -523,7 +530,7 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
           // Every round's busbw, for the ratios within a round (bench_comm_goals.hpp: row_ratio).
           for (double us : c.round_us)
             (t ? row.threads_rounds : p ? row.processes_rounds : row.mpi_rounds)
-                .push_back(static_cast<double>(sizes[i]) / (us * 1e-6) / 1e9 * bus_factor(kOps[k], ranks));
+                .push_back(busbw_gbps(kOps[k], sizes[i], us, ranks));
           if (kOps[k] == Op::sendrecv && sizes[i] == 1024 && backends[b] != Backend::mpi)
             latency[backends[b] == Backend::threads ? 0 : 1] = c.us;
         }
@@ -534,7 +541,7 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
       if (!in_goal_rows(row)) continue;
       const CallCopies cc = copies_per_call(row.op, ranks);
       const double us = two_thread_copy_us(row.chunk, cc.copies, cc.sources);
-      row.bound = static_cast<double>(row.size) / (us * 1e-6) / 1e9 * bus_factor(row.op, ranks);
+      row.bound = busbw_gbps(row.op, row.size, us, ranks);
       bounds.push_back({&row, us});
     }
   });
@@ -735,7 +742,7 @@ int bench_comm(const std::vector<std::string>& args) {
       Row& row = rows[i];
       row.size = sizes[i];
       row.chunk_bytes = chunk_count(op, sizes[i], ranks) * 4;
-      row.algbw = static_cast<double>(row.size) / (row.us * 1e-6) / 1e9;
+      row.algbw = algbw_gbps(row.size, row.us);
       row.busbw = row.algbw * bus_factor(op, ranks);
       row.memcpy = copy_gbps(row.chunk_bytes, false);
       row.stream = copy_gbps(row.chunk_bytes, true);
