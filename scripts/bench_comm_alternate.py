@@ -59,8 +59,8 @@ def main():
     named = [b.split("=", 1) if "=" in b else (b, b) for b in a.binaries]
     before = load()
     runs = {name: [] for name, _ in named}
-    # Round r starts with binary r mod N: whichever runs first in a round tends to read lower (docs/performance/
-    # comm.md, "The mailbox lock"), so each takes that place equally often.
+    # Round r starts with binary r mod N: whichever runs first in a round tends to read lower, so each takes that
+    # place equally often.
     for r in range(a.rounds):
         for name, path in named[r % len(named):] + named[:r % len(named)]:
             runs[name].append(one_run(path, a))

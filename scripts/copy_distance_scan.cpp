@@ -1,5 +1,5 @@
 // memcpy and the transports' line copy (sim/comm/copy.hpp) at every 8 bytes of distance between destination and
-// source modulo 4 KiB (docs/performance/comm.md, "memcpy that stalls"), from sources at three offsets into a page.
+// source modulo 4 KiB (where memcpy stalls: sim/comm/copy.cpp), from sources at three offsets into a page.
 // For each size and source offset: the median GB/s of both over all distances, then each distance where memcpy ran
 // under a quarter of its median, with both figures there.
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The ring-attention baseline `cpsim run --backend processes` is compared with (docs/performance/comm.md).
+"""A ring-attention baseline in PyTorch to compare `cpsim run --backend processes` with.
 
 A causal ring attention forward in PyTorch with gloo, one process per rank, contiguous sharding, f32, as the chapter
 "Context parallelism: Ring Attention and Ulysses" builds it: each rank keeps its query block, passes its K/V block to

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A whole `cpsim run` against its slowest rank's forward time (docs/performance/comm.md, "The whole run").
+"""A whole `cpsim run` against its slowest rank's forward time: what a run costs beyond its compute.
 
 Runs the goal's shape (ring, contiguous, 4 ranks, seq 4096, 8 heads, head dim 64, f32) with each given binary in
 turn, ROUNDS times, so that binaries compared are measured alternately under the same load. A run's wall time is
@@ -50,7 +50,7 @@ def main():
     before = load()
     runs = {b: [] for b in a.binaries}
     # Round r starts with binary r mod N, so that each runs first equally often (the first of a round tends to
-    # read lower: docs/performance/comm.md, "The mailbox lock").
+    # read lower).
     for r in range(a.rounds):
         k = r % len(a.binaries)
         for b in a.binaries[k:] + a.binaries[:k]:
