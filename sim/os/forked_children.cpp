@@ -51,7 +51,11 @@ int ForkedChildren::start(const std::function<int()>& body, const ForkOptions& o
     if (o.own_group) ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);            // the supervisor dies: so does the child
     if (::getppid() != parent) ::_exit(o.orphan_code);  // it died before the line above
-    ::_exit(body());
+    try {
+      ::_exit(body());
+    } catch (...) {  // never back into the parent's code, in the child
+      ::_exit(kThrew);
+    }
   }
   // As the child does: whichever runs first, the group exists before it is signalled. (EACCES once the child has
   // exec'd: then the child made it.)

@@ -5,7 +5,7 @@
 //   start(body)   flushes this process's output (a child must not inherit unwritten output), then forks; the child
 //                 dies with this process (PR_SET_PDEATHSIG: SIGKILL), optionally leads a process group of its own,
 //                 runs body() and _exits with its value (no destructor or atexit handler of this process's state
-//                 runs in the child)
+//                 runs in the child; an exception out of body() ends it with exit code kThrew)
 //   poll / wait   reap a child that exited; how it ended in words: "exited with code 3", "crashed with SIGSEGV
 //                 (signal 11)", "killed by SIGKILL (signal 9)"
 //   kill          a signal to one child (or its group); kill_all to every child not reaped yet
@@ -23,6 +23,9 @@
 #include <vector>
 
 namespace cpsim {
+
+// The exit code of a child whose body() let an exception out.
+constexpr int kThrew = 125;
 
 // How a child ended, from waitpid's status.
 struct ChildExit {

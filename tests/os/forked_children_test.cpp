@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <stdexcept>
 #include <thread>
 
 using namespace cpsim;
@@ -126,4 +127,12 @@ TEST_CASE("a child in a group of its own is killed with its group") {
   CHECK(gone);
   ::close(pipe_fds[0]);
   ::close(pipe_fds[1]);
+}
+
+TEST_CASE("an exception out of a child's body ends the child, never returning into the parent's code") {
+  ForkedChildren procs;
+  const pid_t parent = ::getpid();
+  const int i = procs.start([]() -> int { throw std::runtime_error("in the child"); });
+  REQUIRE(::getpid() == parent);  // only the parent gets here
+  CHECK(procs.wait(i).code == kThrew);
 }
