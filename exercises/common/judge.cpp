@@ -8,8 +8,8 @@
 
 #include "lessons/common/lesson.hpp"
 #include "sim/core/bytes.hpp"
-#include "sim/core/child_process.hpp"
 #include "sim/kernels/cpu_device.hpp"
+#include "sim/os/child_process.hpp"
 #include "sim/runtime/memory_need.hpp"
 
 namespace cpsim::judge {
@@ -85,7 +85,7 @@ std::optional<Failure> no_collectives(const Recorder& rec, const std::string& wh
 int run_checks(const std::string& exercise, const std::string& file, const std::vector<NamedCheck>& checks,
                const std::string& success) {
   const std::string program = "judge_" + exercise;
-  return lesson::guarded(program.c_str(), [&] {
+  const int code = lesson::guarded(program.c_str(), [&] {
     for (const NamedCheck& c : checks)
       if (c.run) check_memory(*c.run);  // 1.
     std::cout << "Judging " << exercise << ": " << file << "\n";
@@ -110,6 +110,9 @@ int run_checks(const std::string& exercise, const std::string& file, const std::
     std::cout << "All " << total << " checks passed: " << success << "\n";
     return 0;
   });
+  // 4. The judge ends here and says so: an exit() in the learner's code (exit code 0 or not) is not a verdict.
+  tell_parent_end(code);
+  return code;
 }
 
 const CheckRule& rule() {

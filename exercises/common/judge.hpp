@@ -74,6 +74,8 @@ struct NamedCheck {
 //    too large is refused, exit 2, before it allocates.
 // 2. Before each check, its name goes to `cpsim judge` (tell_parent), which names it when the judge crashes or hangs.
 // 3. An error outside the checks is one line and exit 1 (a UsageError: exit 2), as a lesson's (lesson::guarded).
+// 4. Its end goes to `cpsim judge` with the exit code (tell_parent_end): an exit without it, such as an exit(0) in the
+//    learner's code, is no verdict, and cpsim judge fails it.
 int run_checks(const std::string& exercise, const std::string& file, const std::vector<NamedCheck>& checks,
                const std::string& success);
 

@@ -13,7 +13,7 @@
 #include "lessons/common/terminal.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/output_file.hpp"
+#include "sim/os/output_file.hpp"
 #include "sim/runtime/mpi_runs.hpp"
 #include "sim/runtime/report.hpp"
 #include "sim/runtime/stepper.hpp"

@@ -46,9 +46,9 @@
 #include "sim/core/bytes.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/host_arena.hpp"
-#include "sim/core/host_memory.hpp"
 #include "sim/core/json.hpp"
 #include "sim/core/sizes.hpp"
+#include "sim/os/host_memory.hpp"
 
 namespace cpsim::cli {
 namespace {

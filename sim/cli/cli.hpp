@@ -37,7 +37,7 @@ struct Register {
   static ::cpsim::cli::Register cpsim_bench_##name(::cpsim::cli::benches(), #name, summary, fn)
 
 // Output paths are checked before any work starts, so a bad path costs one line and exit code 2, not a lost run:
-// check_output: --flag PATH will be a file (sim/core/output_file.hpp: an existing, writable folder; not a folder
+// check_output: --flag PATH will be a file (sim/os/output_file.hpp: an existing, writable folder; not a folder
 // itself); check_output_dir: --flag DIR will be a folder holding `files`. No two paths named by this command's
 // outputs and inputs (read_input) may be the same file. Empty path: nothing to check.
 void check_output(const std::string& flag, const std::string& path);

@@ -8,27 +8,40 @@
 // An exercise is one line of kExercises (and one cpsim_add_exercise in exercises/CMakeLists.txt).
 // The build dir is the folder holding this cpsim binary (where CMake puts it), unless --build-dir names another.
 //
-// The judge runs as a child process (sim/core/child_process.hpp) in a process group of its own: past --time-limit
+// The judge runs as a child process (sim/os/child_process.hpp) in a process group of its own: past --time-limit
 // (60 s), or when cpsim judge gets SIGINT, SIGTERM or SIGHUP, the whole group is stopped (SIGTERM, then SIGKILL) and
-// nothing of it is left running. The judge tells which case it is on (tell_parent), so a crash, an abort or a hang
-// is reported with the case and the signal. The build is bounded by signals only.
+// nothing of it is left running, not even a process that left the group (setsid()). The judge tells which case it is
+// on (tell_parent), so a crash, an abort or a hang is reported with the case and the signal; and it tells its end
+// (tell_parent_end), so an exit() in the learner's code is a failure, never a pass. It may map at most
+// kJudgeAddressSpace bytes (RLIMIT_AS), so a learner's runaway allocation fails at once rather than exhausting the
+// machine. The build is bounded by signals only.
 // Exit code: the judge's (0 every case passed, 1 a case failed, crashed or ran out of time); 1 when the build fails;
 // 2 for bad input; 128 + the signal when stopped by one.
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "sim/cli/cli.hpp"
-#include "sim/core/child_process.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/output_file.hpp"
+#include "sim/os/child_process.hpp"
+#include "sim/os/output_file.hpp"
 
 namespace cpsim::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The judge's address-space limit: 4 GiB, over 5 times what it maps (both judges pass under `prlimit --as` at
+// 768 MiB, not at 640 MiB: 8 rank threads, each reserving an 8 MiB stack and a 64 MiB allocator arena, and the
+// cases' few MiB of tensors). Not under a sanitizer, whose shadow memory alone maps terabytes of address space.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr std::int64_t kJudgeAddressSpace = -1;
+#else
+constexpr std::int64_t kJudgeAddressSpace = std::int64_t{4} << 30;
+#endif
 
 struct Exercise {
   const char* name;
@@ -110,6 +123,10 @@ int cmd_judge(const std::vector<std::string>& args) {
           "give one of them");
   const auto limit = parse_timeout("time-limit", time_limit);
   if (!file.empty()) {
+    // The path goes into a `#line` mark, a line of its own: a line break in it would end the mark early.
+    require(file.find_first_of("\n\r") == std::string::npos,
+            "--file names a path with a line break in it, which a #line mark cannot quote",
+            "rename the file (or copy it) to a path without one");
     std::error_code ec;
     require(fs::is_regular_file(file, ec), "--file " + file + " is not a file", "name the .cpp file to judge");
     require(!vm.count("no-build"), "--file builds the judge on that file", "drop --no-build");
@@ -148,6 +165,7 @@ int cmd_judge(const std::vector<std::string>& args) {
   ChildOptions run;
   run.time_limit = limit;
   run.progress = true;
+  run.address_space_limit = kJudgeAddressSpace;
   const ChildResult r = run_child({judge.string()}, run);
   const std::string at = r.progress.empty() ? "" : " while judging " + r.progress;
   if (r.interrupted) return stopped("the judge of " + exercise + at, r);
@@ -159,6 +177,12 @@ int cmd_judge(const std::vector<std::string>& args) {
   if (r.signal) {
     std::cerr << "cpsim: judge: " << exercise << " crashed with " << signal_words(r.signal) << at
               << "; fix that case and judge again\n";
+    return 1;
+  }
+  if (r.told_end != r.exit_code) {  // it ended, but not through the judge's own end: its checks were not all made
+    std::cerr << "cpsim: judge: " << exercise << " exited with code " << r.exit_code << at
+              << " before the judge reached its verdict, so nothing passed; look for a call to exit() in your file "
+                 "and return from the function instead\n";
     return 1;
   }
   return r.exit_code;

@@ -11,6 +11,7 @@
 #include "sim/cli/cli.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
+#include "sim/os/output_folder.hpp"
 #include "sim/runtime/npy.hpp"
 #include "sim/runtime/report.hpp"
 #include "sim/runtime/trace.hpp"
@@ -18,7 +19,7 @@
 namespace cpsim::cli {
 namespace {
 
-// The files --dump writes: q, k, v, out, lse, and for a backward dout, dq, dk, dv (each complete or absent).
+// The files --dump writes: q, k, v, out, lse, and for a backward dout, dq, dk, dv (all of them or none).
 std::vector<std::string> dump_files(bool backward) {
   std::vector<std::string> files{"q.npy", "k.npy", "v.npy", "out.npy", "lse.npy"};
   if (backward) files.insert(files.end(), {"dout.npy", "dq.npy", "dk.npy", "dv.npy"});
@@ -44,24 +45,29 @@ std::string read_bench_json(const std::string& path) {
   return text;
 }
 
+// All of the files or none (output_folder.hpp): written into a temporary beside DIR, renamed into place at the end;
+// a failure, SIGINT, SIGTERM or SIGHUP on the way removes what was written.
 void dump(const std::string& dir, const RunResult& r) {
   const Problem& p = r.config.problem;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error("cannot create the folder " + dir + ": " + ec.message());
   const std::vector<std::int64_t> qs{p.batch, p.seq, p.heads, p.head_dim}, ks{p.batch, p.seq, p.kv_heads, p.head_dim};
   const GlobalTensors& t = r.tensors;
-  write_npy(dir + "/q.npy", t.q, qs);
-  write_npy(dir + "/k.npy", t.k, ks);
-  write_npy(dir + "/v.npy", t.v, ks);
-  write_npy(dir + "/out.npy", t.out, qs);
-  write_npy(dir + "/lse.npy", t.lse, {p.batch, p.heads, p.seq});
+  OutputFolder folder(dir);
+  auto put = [&](const char* name, const std::vector<double>& data, const std::vector<std::int64_t>& shape) {
+    write_npy(folder.file(name), data, shape);
+    folder.check_interrupted();
+  };
+  put("q.npy", t.q, qs);
+  put("k.npy", t.k, ks);
+  put("v.npy", t.v, ks);
+  put("out.npy", t.out, qs);
+  put("lse.npy", t.lse, {p.batch, p.heads, p.seq});
   if (r.config.backward) {
-    write_npy(dir + "/dout.npy", t.dout, qs);
-    write_npy(dir + "/dq.npy", t.dq, qs);
-    write_npy(dir + "/dk.npy", t.dk, ks);
-    write_npy(dir + "/dv.npy", t.dv, ks);
+    put("dout.npy", t.dout, qs);
+    put("dq.npy", t.dq, qs);
+    put("dk.npy", t.dk, ks);
+    put("dv.npy", t.dv, ks);
   }
+  folder.commit();
 }
 
 int cmd_run(const std::vector<std::string>& args) {

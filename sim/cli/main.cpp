@@ -6,7 +6,7 @@
 #include "sim/cli/cli.hpp"
 #include "sim/comm/launcher.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/output_file.hpp"
+#include "sim/os/output_file.hpp"
 
 namespace {
 

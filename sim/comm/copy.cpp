@@ -10,7 +10,7 @@
 #include <xmmintrin.h>
 #endif
 
-#include "sim/core/host_cache.hpp"
+#include "sim/os/host_cache.hpp"
 
 namespace cpsim {
 
@@ -85,7 +85,7 @@ void copy_lines(void* to, const void* from, std::size_t n) {
 // The threshold of the launch under way (RanksCopying), worked out once per launch; 0 outside one.
 std::atomic<std::size_t> launch_threshold{0};
 
-// The machine's last-level cache (sim/core/host_cache.hpp), 32 MiB where it is not known.
+// The machine's last-level cache (sim/os/host_cache.hpp), 32 MiB where it is not known.
 std::size_t last_level_cache() {
   static const std::size_t bytes = last_level_cache_bytes().value_or(std::size_t{32} << 20);
   return bytes;

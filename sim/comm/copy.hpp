@@ -17,7 +17,7 @@
 namespace cpsim {
 
 // From this many bytes a call lands in a rank, copy_bytes streams: the rank's share of the last-level cache when
-// `ranks` ranks copy at once, LLC / ranks (sim/core/host_cache.hpp; 32 MiB where it is not known), and 1 MiB at the
+// `ranks` ranks copy at once, LLC / ranks (sim/os/host_cache.hpp; 32 MiB where it is not known), and 1 MiB at the
 // least. Measured on an AMD EPYC (Zen 3, 32 MiB L3), 4 ranks: streaming calls of 1-4 MiB a rank (the rule before,
 // from half of one core's L2) made them up to 2.7 x slower; from 8 MiB a call streaming was about as fast as memcpy
 // or faster, from 16 MiB faster at every call measured (docs/performance/comm.md, "Where streaming starts").

@@ -2,8 +2,6 @@
 
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +22,7 @@
 #include "sim/comm/shm_segment.hpp"
 #include "sim/comm/wait_policy.hpp"
 #include "sim/core/bytes.hpp"
+#include "sim/os/forked_children.hpp"
 
 namespace cpsim {
 namespace {
@@ -145,26 +144,6 @@ class StopSignals {
   bool restored_ = false;
 };
 
-std::string signal_text(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return std::string("SIG") + (abbrev ? abbrev : "?") + " (signal " + std::to_string(sig) + ")";
-}
-
-std::string death_text(int sig) {
-  switch (sig) {
-    case SIGSEGV:
-    case SIGBUS:
-    case SIGFPE:
-    case SIGILL:
-    case SIGABRT:
-    case SIGTRAP:
-    case SIGSYS:
-      return "crashed with " + signal_text(sig);
-    default:
-      return "killed by " + signal_text(sig);
-  }
-}
-
 void flush_output() {
   std::cout.flush();
   std::cerr.flush();
@@ -173,11 +152,9 @@ void flush_output() {
 
 // The body of a rank process. Never returns.
 [[noreturn]] void run_rank(const ShmSegment& segment, const ShmWorld& world, int r, const LaunchOptions& opt,
-                           const RankFn& fn, Recorder::Clock::time_point epoch, pid_t parent,
-                           const StopSignals& signals, const std::vector<int>& cpus) {
-  signals.reset_in_rank();
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher dies: so do we
-  if (::getppid() != parent) ::_exit(kExitStopped);
+                           const RankFn& fn, Recorder::Clock::time_point epoch, const StopSignals& signals,
+                           const std::vector<int>& cpus) {
+  signals.reset_in_rank();  // (the supervisor made it die with the launcher: forked_children.hpp)
   int code = kExitOk;
   // Every rank starts once the launcher has forked the last: C ranks on fewer cores would otherwise slow the
   // launcher's later forks, and the last ranks would start their work late (a few ms each).
@@ -243,77 +220,48 @@ void flush_output() {
   ::_exit(code);  // no destructors or atexit handlers of the parent's state run in the child
 }
 
+// A rank process's result, on its way to the launcher. (The process itself is the supervisor's: forked_children.hpp.)
 struct Child {
-  pid_t pid = 0;
-  bool reaped = true;
-  bool killed_by_launcher = false;
   std::uint64_t size = 0;
   std::string body;
   Pending size_recv, body_recv;
   bool has_result = false;
 };
 
-// Whatever happens to the launcher, no child outlives launch().
-struct Reaper {
-  std::vector<Child>& children;
-  void kill_all() {
-    for (auto& c : children) {
-      if (c.reaped) continue;
-      c.killed_by_launcher = true;
-      ::kill(c.pid, SIGKILL);
-    }
-    for (auto& c : children) {
-      if (c.reaped) continue;
-      int st = 0;
-      while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
-      }
-      c.reaped = true;
-    }
-  }
-  ~Reaper() { kill_all(); }
-};
-
 class Launcher {
  public:
-  Launcher(const ShmWorld& world, ShmEngine& engine, std::vector<Child>& children)
-      : world_(world), engine_(engine), children_(children) {}
+  Launcher(const ShmWorld& world, ShmEngine& engine, std::vector<Child>& children, ForkedChildren& procs)
+      : world_(world), engine_(engine), children_(children), procs_(procs) {}
 
   // Collects results and exits until every child is reaped.
   void supervise(StopSignals& signals) {
-    for (int r = 0; r < world_.ranks(); ++r) {
+    for (int r = 0; r < procs_.size(); ++r) {
       Child& c = children_[r];
-      if (!c.reaped) c.size_recv = engine_.recv(kResultEnvelope, &c.size, sizeof c.size, r);
+      if (!procs_.reaped(r)) c.size_recv = engine_.recv(kResultEnvelope, &c.size, sizeof c.size, r);
     }
     std::optional<std::chrono::steady_clock::time_point> abort_seen;
-    Reaper reaper{children_};
-    while (!all_reaped()) {
+    while (!procs_.all_reaped()) {
       const std::uint32_t seen = world_.bell(world_.ranks()).seq.load();
       collect_results();
       reap_exited();
       if (const int sig = g_stop_signal) {
-        reaper.kill_all();
+        procs_.kill_all();
         signals.restore();
         ::raise(sig);
-        throw Error("interrupted by " + signal_text(sig) + "; every rank was stopped");
+        throw Error("interrupted by " + signal_name(sig) + "; every rank was stopped");
       }
       if (world_.aborted()) {
         const auto now = std::chrono::steady_clock::now();
         if (!abort_seen) abort_seen = now;
-        if (now - *abort_seen > kGrace) reaper.kill_all();  // ranks still computing never looked
+        if (now - *abort_seen > kGrace) procs_.kill_all();  // ranks still computing never looked
       }
-      if (all_reaped()) break;  // the last rank was reaped just now: no sleep (its SIGCHLD rang before `seen`)
+      if (procs_.all_reaped()) break;  // the last rank was reaped just now: no sleep (its SIGCHLD rang before `seen`)
       world_.bell(world_.ranks()).sleep(seen, kReapEvery);
     }
     collect_results();
   }
 
  private:
-  bool all_reaped() const {
-    for (const auto& c : children_)
-      if (!c.reaped) return false;
-    return true;
-  }
-
   void collect_results() {
     while (engine_.progress()) {
     }
@@ -336,18 +284,14 @@ class Launcher {
   }
 
   void reap_exited() {
-    for (int r = 0; r < world_.ranks(); ++r) {
-      Child& c = children_[r];
-      if (c.reaped) continue;
-      int st = 0;
-      const pid_t got = ::waitpid(c.pid, &st, WNOHANG);
-      if (got != c.pid) continue;
-      c.reaped = true;
-      if (c.killed_by_launcher) continue;
-      if (WIFSIGNALED(st)) {
-        world_.fail(r, death_text(WTERMSIG(st)), ShmStatus::dead);
-      } else if (WIFEXITED(st)) {
-        const int code = WEXITSTATUS(st);
+    for (int r = 0; r < procs_.size(); ++r) {
+      const std::optional<ChildExit> end = procs_.poll(r);
+      if (!end || procs_.killed(r)) continue;
+      if (end->signal) {
+        world_.fail(r, end->words(), ShmStatus::dead);
+      } else {
+        const int code = end->code;
+        const Child& c = children_[r];
         if (code == kExitOk) {
           collect_results();  // its last chunks may still sit in the ring
           if (!c.has_result) world_.fail(r, "exited (code 0) before its rank function returned", ShmStatus::dead);
@@ -364,6 +308,7 @@ class Launcher {
   const ShmWorld& world_;
   ShmEngine& engine_;
   std::vector<Child>& children_;
+  ForkedChildren& procs_;
 };
 
 }  // namespace
@@ -385,22 +330,20 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
   std::vector<Child> children(c);
   StopSignals signals(world.bell(c));
   const auto epoch = Recorder::Clock::now();
-  const pid_t parent = ::getpid();
   const std::vector<int> cpus = cpus_to_bind(opt.bind);
-  flush_output();  // children must not inherit unwritten output
+  ForkedChildren procs;  // whatever happens here, no rank outlives launch()
+  ForkOptions fork_options;
+  fork_options.orphan_code = kExitStopped;
   for (int r = 0; r < c; ++r) {
-    const pid_t pid = ::fork();
-    if (pid == 0) run_rank(segment, world, r, opt, fn, epoch, parent, signals, cpus);
-    if (pid < 0) {
+    const auto rank = [&, r]() -> int { run_rank(segment, world, r, opt, fn, epoch, signals, cpus); };
+    if (procs.start(rank, fork_options) < 0) {
       world.fail(r, std::string("could not be started: fork failed: ") + std::strerror(errno), ShmStatus::dead);
       break;
     }
-    children[r].pid = pid;
-    children[r].reaped = false;
   }
   world.control().forked.store(1);
   world.ring_all();
-  Launcher(world, engine, children).supervise(signals);
+  Launcher(world, engine, children, procs).supervise(signals);
   if (world.control().failed_rank.load() >= 0) throw rank_failure(world.control().failed_rank.load(), world.failure());
 
   std::vector<RankOutcome> out(c);

@@ -12,8 +12,6 @@
 #include <nccl.h>
 #include <poll.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -28,12 +26,13 @@
 #include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
 #include "sim/core/bytes.hpp"
+#include "sim/core/flags.hpp"
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/launchers.hpp"
 #include "sim/cuda/nccl_comm.hpp"
 #include "sim/cuda/nccl_env.hpp"
 #include "sim/cuda/probe.hpp"
-#include "sim/core/flags.hpp"
+#include "sim/os/forked_children.hpp"
 
 namespace cpsim {
 namespace {
@@ -76,13 +75,11 @@ void require_gpus(int ranks) {
                           "--backend cuda-threads (every rank on one GPU)"}));
 }
 
-// The body of rank r. Never returns.
-[[noreturn]] void run_child(int r, const LaunchOptions& opt, const RankFn& fn, SharedBlock* shared, int fd,
-                            Recorder::Clock::time_point epoch, pid_t parent) {
+// The body of rank r, in a process of its own (it dies with the launcher: forked_children.hpp). Never returns.
+[[noreturn]] void run_rank(int r, const LaunchOptions& opt, const RankFn& fn, SharedBlock* shared, int fd,
+                           Recorder::Clock::time_point epoch) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher dies: so do we
-  if (::getppid() != parent) ::_exit(kExitFailed);
   int code = kExitOk;
   try {
     require_gpus(opt.ranks);
@@ -135,20 +132,16 @@ void require_gpus(int ranks) {
   ::_exit(code);
 }
 
+// A rank's pipe and what came through it. (The process itself is the supervisor's: forked_children.hpp.)
 struct Child {
-  pid_t pid = -1;
+  bool started = false;
   int fd = -1;
-  bool reaped = false, closed = false, killed = false;
-  int status = 0;
+  bool closed = false;
   std::string record;
 };
 
-std::string death_text(int status) {
-  if (WIFSIGNALED(status)) {
-    const char* name = sigabbrev_np(WTERMSIG(status));
-    return std::string("crashed with SIG") + (name ? name : "?") + " (signal " + std::to_string(WTERMSIG(status)) + ")";
-  }
-  return "exited with code " + std::to_string(WEXITSTATUS(status)) + " before its rank function returned";
+std::string death_text(const ChildExit& e) {
+  return e.signal ? e.words() : e.words() + " before its rank function returned";
 }
 
 std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& fn) {
@@ -169,10 +162,7 @@ std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& f
   auto* shared = new (mem) SharedBlock();
   std::vector<Child> children(c);
   const auto epoch = Recorder::Clock::now();
-  const pid_t parent = ::getpid();
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
+  ForkedChildren procs;  // whatever happens here, no rank outlives the launch
   int first_failed = -1;
   std::string failure;
   auto fail = [&](int r, const std::string& what) {
@@ -187,19 +177,22 @@ std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& f
       fail(r, std::string("could not be started: pipe failed: ") + std::strerror(errno));
       break;
     }
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(fds[0]);
-      for (int q = 0; q < r; ++q) ::close(children[q].fd);
-      run_child(r, opt, fn, shared, fds[1], epoch, parent);
-    }
+    ForkOptions fork_options;
+    fork_options.orphan_code = kExitFailed;
+    const int started = procs.start(
+        [&, r]() -> int {
+          ::close(fds[0]);
+          for (int q = 0; q < r; ++q) ::close(children[q].fd);
+          run_rank(r, opt, fn, shared, fds[1], epoch);
+        },
+        fork_options);
     ::close(fds[1]);
-    if (pid < 0) {
+    if (started < 0) {
       ::close(fds[0]);
       fail(r, std::string("could not be started: fork failed: ") + std::strerror(errno));
       break;
     }
-    children[r].pid = pid;
+    children[r].started = true;
     children[r].fd = fds[0];
   }
   if (first_failed >= 0) shared->failed.store(1);
@@ -208,20 +201,20 @@ std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& f
   std::optional<Clock::time_point> failed_at;
   if (first_failed >= 0) failed_at = Clock::now();
   auto all_done = [&] {
-    for (const Child& ch : children)
-      if (ch.pid > 0 && (!ch.reaped || !ch.closed)) return false;
+    for (int r = 0; r < procs.size(); ++r)
+      if (!procs.reaped(r) || !children[r].closed) return false;
     return true;
   };
   while (!all_done()) {
     std::vector<pollfd> fds;
     for (const Child& ch : children)
-      if (ch.pid > 0 && !ch.closed) fds.push_back(pollfd{ch.fd, POLLIN, 0});
+      if (ch.started && !ch.closed) fds.push_back(pollfd{ch.fd, POLLIN, 0});
     if (!fds.empty())
       ::poll(fds.data(), fds.size(), 50);
     else
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     for (Child& ch : children) {
-      if (ch.pid <= 0 || ch.closed) continue;
+      if (!ch.started || ch.closed) continue;
       pollfd p{ch.fd, POLLIN, 0};
       if (::poll(&p, 1, 0) <= 0) continue;
       char buf[65536];
@@ -233,14 +226,11 @@ std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& f
         ::close(ch.fd);
       }
     }
-    for (int r = 0; r < c; ++r) {
-      Child& ch = children[r];
-      if (ch.pid <= 0 || ch.reaped) continue;
-      if (::waitpid(ch.pid, &ch.status, WNOHANG) != ch.pid) continue;
-      ch.reaped = true;
-      if (ch.killed) continue;
-      const bool ok = WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == kExitOk;
-      if (!ok && !(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == kExitFailed)) fail(r, death_text(ch.status));
+    for (int r = 0; r < procs.size(); ++r) {
+      const std::optional<ChildExit> end = procs.poll(r);
+      if (!end || procs.killed(r)) continue;
+      const bool ok = end->ok();
+      if (!ok && !(end->signal == 0 && end->code == kExitFailed)) fail(r, death_text(*end));
       if (!ok && !failed_at) {
         shared->failed.store(1);
         failed_at = Clock::now();
@@ -253,11 +243,8 @@ std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& f
         fail(r, rd.get<std::string>());
       }
     if (failed_at && Clock::now() - *failed_at > kGrace)
-      for (Child& ch : children)
-        if (ch.pid > 0 && !ch.reaped && !ch.killed) {
-          ch.killed = true;
-          ::kill(ch.pid, SIGKILL);
-        }
+      for (int r = 0; r < procs.size(); ++r)
+        if (!procs.killed(r)) procs.kill(r, SIGKILL);
   }
   shared->~SharedBlock();
   ::munmap(mem, sizeof(SharedBlock));
@@ -266,7 +253,7 @@ std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& f
   std::vector<RankOutcome> out(c);
   for (int r = 0; r < c; ++r) {
     if (children[r].record.empty() || children[r].record[0] != kRecordOk)
-      throw rank_failure(r, children[r].reaped ? death_text(children[r].status) : "sent no result");
+      throw rank_failure(r, r < procs.size() && procs.reaped(r) ? death_text(procs.exit(r)) : "sent no result");
     ByteReader rd(children[r].record);
     rd.get<char>();
     out[r] = get_outcome(r, rd);

@@ -5,8 +5,6 @@
 #include "sim/cuda/probe.hpp"
 
 #include <poll.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -15,10 +13,11 @@
 #include <optional>
 
 #include "sim/core/bytes.hpp"
+#include "sim/core/flags.hpp"
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/cuda_device.hpp"
 #include "sim/cuda/rank_gpu.hpp"
-#include "sim/core/flags.hpp"
+#include "sim/os/forked_children.hpp"
 
 namespace cpsim {
 namespace {
@@ -107,15 +106,9 @@ GpuProbe deserialize(const std::string& s) {
 GpuProbe probe_in_child() {
   int fds[2];
   if (::pipe(fds) != 0) return probe_here();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
+  ForkedChildren procs;  // the supervisor: the probe dies with this process, and is killed and reaped below
+  const int child = procs.start([&]() -> int {
     ::close(fds[0]);
-    ::close(fds[1]);
-    return probe_here();
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     const std::string out = serialize(probe_here());
     std::size_t done = 0;
     while (done < out.size()) {
@@ -123,7 +116,12 @@ GpuProbe probe_in_child() {
       if (n <= 0) break;
       done += static_cast<std::size_t>(n);
     }
-    ::_exit(0);
+    return 0;
+  });
+  if (child < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return probe_here();
   }
   ::close(fds[1]);
   std::string in;
@@ -136,17 +134,16 @@ GpuProbe probe_in_child() {
     in.append(buf, static_cast<std::size_t>(n));
   }
   ::close(fds[0]);
-  ::kill(pid, SIGKILL);  // a no-op when it has exited
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  if (!procs.poll(child)) procs.kill(child, SIGKILL);  // it gave no answer in time (or closed the pipe and hangs)
+  const ChildExit end = procs.wait(child);
   try {
     return deserialize(in);
   } catch (const Error&) {
     GpuProbe p;
     p.runtime_version = CUDART_VERSION;
-    p.problem = WIFSIGNALED(status) ? "the GPU probe process was killed by signal " + std::to_string(WTERMSIG(status)) +
-                                          " while starting CUDA; check the NVIDIA driver (nvidia-smi)"
-                                    : "the GPU probe process gave no answer; check the NVIDIA driver (nvidia-smi)";
+    p.problem = end.signal && !procs.killed(child)
+                    ? "the GPU probe process " + end.words() + " while starting CUDA; check the NVIDIA driver (nvidia-smi)"
+                    : "the GPU probe process gave no answer; check the NVIDIA driver (nvidia-smi)";
     return p;
   }
 }

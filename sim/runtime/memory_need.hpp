@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/host_memory.hpp"
 #include "sim/kernels/reference.hpp"
+#include "sim/os/host_memory.hpp"
 #include "sim/runtime/run.hpp"
 
 namespace cpsim {

@@ -2,7 +2,7 @@
 
 
 #include "sim/core/error.hpp"
-#include "sim/core/output_file.hpp"
+#include "sim/os/output_file.hpp"
 
 namespace cpsim {
 

@@ -6,7 +6,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
-#include "sim/core/output_file.hpp"
+#include "sim/os/output_file.hpp"
 #include "sim/runtime/report.hpp"
 
 namespace cpsim {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "sim/core/error.hpp"
-#include "sim/core/output_file.hpp"
+#include "sim/os/output_file.hpp"
 #include "sim/runtime/trace.hpp"
 
 namespace cpsim {

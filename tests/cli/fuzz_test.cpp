@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "run_cli.hpp"
-#include "sim/core/child_process.hpp"
+#include "sim/os/child_process.hpp"
 #include "tests/sanitizer.hpp"
 
 using namespace cpsim;

@@ -1,5 +1,7 @@
 // `cpsim judge` bounded: any file judged with --file, a hang stopped at --time-limit, SIGTERM passed on, a crash or
-// an abort named with its case and signal, and no judge process left behind in any of these.
+// an abort named with its case and signal, and no judge process left behind in any of these; an exit(0) in the
+// learner's code is no pass, a runaway allocation meets the judge's memory limit, and a process the learner's code
+// starts in a session of its own (setsid) does not outlive the judge.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,7 +13,7 @@
 #include <thread>
 
 #include "run_cli.hpp"
-#include "sim/core/child_process.hpp"
+#include "sim/os/child_process.hpp"
 
 using namespace cpsim;
 using cpsim::test::slurp;
@@ -25,14 +27,18 @@ const fs::path kDir = fs::path(CPSIM_BINARY_DIR) / "tests";
 const fs::path kHanging = kDir / "judge_cmd.hanging";  // written by a hanging judge once it is inside a case
 
 // A learner's file that gets the chunk order right and then, in the forward, does what CPSIM_TEST_JUDGE asks:
-// hang (after writing the file CPSIM_TEST_JUDGE_MARK names, so that a test knows a case is being judged), abort or
-// segfault.
-const char* kMisbehaving = R"(#include <chrono>
+// hang (after writing the file CPSIM_TEST_JUDGE_MARK names, so that a test knows a case is being judged), abort,
+// segfault, exit(0), reserve 6 GiB (no page touched: only an address-space limit refuses it), or start a process in
+// a session of its own (setsid) that writes its pid into the mark and sleeps, holding the judge's output open.
+const char* kMisbehaving = R"(#include <unistd.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "exercises/zigzag_ring/exercise.hpp"
 
@@ -44,6 +50,19 @@ void zigzag_ring_forward(Communicator&, Device&, const SeqLayout&, const Buffer&
   const std::string m = mode ? mode : "";
   if (m == "abort") std::abort();
   if (m == "segv") std::raise(SIGSEGV);
+  if (m == "exit0") std::exit(0);
+  if (m == "memory") std::vector<char>().reserve(std::size_t{6} << 30);
+  if (m == "setsid") {
+    const char* mark = std::getenv("CPSIM_TEST_JUDGE_MARK");
+    if (::fork() == 0) {
+      ::setsid();
+      std::ofstream(std::string(mark) + ".tmp") << ::getpid() << "\n";
+      std::rename((std::string(mark) + ".tmp").c_str(), mark);
+      for (;;) ::pause();
+    }
+    while (!std::ifstream(mark)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return;  // the case fails: nothing was computed
+  }
   if (const char* mark = std::getenv("CPSIM_TEST_JUDGE_MARK")) std::ofstream(mark) << "hanging\n";
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
@@ -63,7 +82,7 @@ int judges_running() {
 
 struct Judged {
   ChildResult r;
-  std::string out, err;
+  std::string out, err, mark;
 };
 
 Judged judge(const std::vector<std::string>& args, const std::string& mode, std::function<void(int)> started = {}) {
@@ -81,7 +100,7 @@ Judged judge(const std::vector<std::string>& args, const std::string& mode, std:
            {"TSAN_OPTIONS", "handle_segv=0:handle_abort=0"}};
   o.started = std::move(started);
   fs::remove(kHanging);
-  Judged j{run_child(argv, o), slurp(out), slurp(err)};
+  Judged j{run_child(argv, o), slurp(out), slurp(err), slurp(kHanging.string())};
   fs::remove(out);
   fs::remove(err);
   fs::remove(kHanging);
@@ -142,12 +161,61 @@ TEST_CASE("cpsim judge stops a judge that hangs, crashes or aborts, names the ca
   fs::remove(file);
 }
 
+namespace {
+// Whether a process is running (a zombie waiting for its reaper is not).
+bool running(int pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  int id = 0;
+  std::string name;
+  char state = 0;
+  return static_cast<bool>(f >> id >> name >> state) && state != 'Z' && state != 'X';
+}
+}  // namespace
+
+TEST_CASE("cpsim judge fails an exit(0) in the learner's code, limits its memory, and leaves no process it started") {
+  const fs::path file = kDir / "judge_misbehaving2.cpp";
+  std::ofstream(file) << kMisbehaving;
+  const std::string first_case = "C=1 S=8 B=1 Nq=2 Nkv=2 D=4";
+
+  SUBCASE("exit(0) in a rank function is no pass") {
+    const Judged j = judge({"--file", file.string()}, "exit0");
+    CHECK(j.r.exit_code == 1);
+    const std::string last = j.err.substr(j.err.rfind('\n', j.err.size() - 2) + 1);
+    CHECK(last == "cpsim: judge: zigzag_ring exited with code 0 while judging " + first_case +
+                      " before the judge reached its verdict, so nothing passed; look for a call to exit() in your "
+                      "file and return from the function instead\n");
+  }
+  SUBCASE("a 6 GiB allocation fails at the judge's address-space limit") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    MESSAGE("no address-space limit under a sanitizer (cmd_judge.cpp)");
+#else
+    const Judged j = judge({"--file", file.string()}, "memory");
+    CHECK(j.r.exit_code == 1);
+    CHECK(j.out.find("FAIL  " + first_case) != std::string::npos);
+    CHECK(j.out.find("std::bad_alloc") != std::string::npos);
+#endif
+  }
+  SUBCASE("a process in a session of its own is killed with the judge") {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Judged j = judge({"--file", file.string(), "--time-limit", "60"}, "setsid");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(j.r.exit_code == 1);  // the case failed: nothing computed
+    CHECK(j.r.strays == 0);     // cpsim judge left nothing for this test's own supervisor to kill
+    CHECK(seconds < 300);       // not held until the time limit of this test's run (600 s)
+    REQUIRE(!j.mark.empty());
+    CHECK(!running(std::stoi(j.mark)));
+  }
+  CHECK(judges_running() == 0);
+  fs::remove(file);
+}
+
 TEST_CASE("cpsim judge refuses what it cannot judge in one line with exit code 2") {
   const std::vector<std::pair<std::string, std::string>> cases{
       {"judge zigzag_ring --time-limit 0", "--time-limit 0 is too small"},
       {"judge zigzag_ring --time-limit 1e300", "--time-limit 1e+300 is too large"},
       {"judge zigzag_ring --file /no/such.cpp", "--file /no/such.cpp is not a file"},
       {"judge zigzag_ring --solution --file x.cpp", "--solution and --file each name the file to judge"},
+      {"judge zigzag_ring --file 'a\nb.cpp'", "--file names a path with a line break in it"},
       {"judge zigzag_ring extra", "unexpected argument 'extra'; cpsim judge takes 1 such argument"},
   };
   for (const auto& [args, says] : cases) {

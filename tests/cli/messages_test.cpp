@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "run_cli.hpp"
-#include "sim/core/child_process.hpp"
+#include "sim/os/child_process.hpp"
 
 using namespace cpsim;
 namespace fs = std::filesystem;

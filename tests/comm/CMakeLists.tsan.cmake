@@ -1,8 +1,8 @@
 # ThreadSanitizer run of the threads backend, registered in CTest as `comm.tsan` (labels unit;tsan), so that
 # the plain release build (what CI runs) checks the threads backend for data races too.
 #
-# test_comm_tsan compiles its own copy of sim/core and sim/comm with -fsanitize=thread (the main library is not
-# instrumented), plus the threads-backend test cases; it does not link cpsim_flags, so it builds in every
+# test_comm_tsan compiles its own copy of sim/core, sim/os and sim/comm with -fsanitize=thread (the main library is
+# not instrumented), plus the threads-backend test cases; it does not link cpsim_flags, so it builds in every
 # preset, the asan one included. CPSIM_TSAN=1 trims the cases to what the sanitizer needs (every path of the
 # backend, fewer ranks and smaller payloads). Included from tests/CMakeLists.txt.
 include(CheckCXXSourceCompiles)
@@ -15,6 +15,7 @@ unset(CMAKE_REQUIRED_LINK_OPTIONS)
 if(CPSIM_HAVE_TSAN AND NOT CPSIM_SANITIZE STREQUAL "thread")
   file(GLOB CPSIM_TSAN_SOURCES CONFIGURE_DEPENDS
     ${PROJECT_SOURCE_DIR}/sim/core/*.cpp
+    ${PROJECT_SOURCE_DIR}/sim/os/*.cpp
     ${PROJECT_SOURCE_DIR}/sim/comm/*.cpp
     ${PROJECT_SOURCE_DIR}/sim/comm/collectives/*.cpp)
   add_executable(test_comm_tsan ${CPSIM_TSAN_SOURCES}

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "sim/core/host_cache.hpp"
+#include "sim/os/host_cache.hpp"
 
 using namespace cpsim;
 

@@ -15,14 +15,15 @@ namespace fs = std::filesystem;
 // The rooms each room may include, besides itself.
 const std::map<std::string, std::set<std::string>> kBelow{
     {"core", {}},
-    {"layout", {"core"}},
-    {"kernels", {"core"}},
-    {"comm", {"core"}},
-    {"strategies", {"core", "layout", "kernels", "comm"}},
-    {"runtime", {"core", "layout", "kernels", "comm", "strategies"}},
-    {"model", {"core", "layout", "kernels", "comm", "strategies", "runtime"}},
-    {"cuda", {"core", "kernels", "comm"}},
-    {"cli", {"core", "layout", "kernels", "comm", "strategies", "runtime", "model", "cuda"}},
+    {"os", {"core"}},
+    {"layout", {"core", "os"}},
+    {"kernels", {"core", "os"}},
+    {"comm", {"core", "os"}},
+    {"strategies", {"core", "os", "layout", "kernels", "comm"}},
+    {"runtime", {"core", "os", "layout", "kernels", "comm", "strategies"}},
+    {"model", {"core", "os", "layout", "kernels", "comm", "strategies", "runtime"}},
+    {"cuda", {"core", "os", "kernels", "comm"}},
+    {"cli", {"core", "os", "layout", "kernels", "comm", "strategies", "runtime", "model", "cuda"}},
 };
 
 }  // namespace
@@ -46,4 +47,13 @@ TEST_CASE("every file of sim/ includes only its own room and the rooms below it"
       }
     }
   CHECK(files > 100);
+}
+
+TEST_CASE("every folder of sim/ is a room of the order, so that the files of a new room are checked too") {
+  const fs::path sim = fs::path(CPSIM_SOURCE_DIR) / "sim";
+  for (const auto& entry : fs::directory_iterator(sim)) {
+    if (!entry.is_directory()) continue;
+    CAPTURE(entry.path().string());
+    CHECK(kBelow.count(entry.path().filename().string()) == 1);
+  }
 }

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "sim/comm/shm_heap.hpp"
-#include "sim/core/child_process.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/flags.hpp"
 #include "sim/core/host_arena.hpp"
@@ -16,6 +15,7 @@
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/single_run.hpp"
 #include "sim/model/count_run.hpp"
+#include "sim/os/child_process.hpp"
 #include "sim/runtime/inputs.hpp"
 #include "sim/runtime/rank_run.hpp"
 #include "tests/sanitizer.hpp"

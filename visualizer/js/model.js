@@ -199,11 +199,69 @@ function coveredTiles(qRuns, kRuns, chunk, mask) {
 
 ns.frameKey = (phase, step) => phase + '|' + step;
 
+const isObject = (x) => typeof x === 'object' && x !== null && !Array.isArray(x);
+const isRun = (r) => Array.isArray(r) && r.length === 4 && r.every((x) => Number.isInteger(x) && x >= 0) && r[1] > 0;
+const isSpan = (r) => Array.isArray(r) && r.length === 2 && r.every((x) => Number.isInteger(x) && x >= 0);
+
+// The trace is checked before it is modelled, so that a damaged or hand-edited file is one clear line, never a
+// JavaScript error ("Cannot read properties of undefined") nor a page that hangs drawing what its config claims:
+//   config     strategy and sharding strings; ranks, seq, batch, heads, kv_heads, head_dim positive integers
+//   ranks      config.ranks no more than the ranks the trace holds (entries in run.ranks, ranks its events name), and
+//              config.seq no more than one past the last position its ranks hold: the page draws a row per rank and
+//              works per position, so these bound its work by the size of the file (and S by MAX_SEQ)
+//   events     objects; a complete event ('X') names its rank (pid) and lane (tid) with integers and its time (ts,
+//              dur) with numbers; its args an object whose q/k positions are runs (format 2) or spans (format 1)
+const MAX_SEQ = 2 ** 27;  // the grid's work is linear in S: some seconds at this S
+function checkTrace(obj) {
+  const bad = (what) => {
+    throw new Error('not a trace cpsim can draw: ' + what + '; write a new one with cpsim run --trace FILE');
+  };
+  const run = obj.otherData.run;
+  if (!isObject(run)) bad('otherData.run is not an object');
+  const cfg = run.config;
+  if (!isObject(cfg)) bad('otherData.run.config is missing');
+  for (const k of ['strategy', 'sharding'])
+    if (typeof cfg[k] !== 'string') bad('its config has no ' + k);
+  for (const k of ['ranks', 'seq', 'batch', 'heads', 'kv_heads', 'head_dim'])
+    if (!Number.isSafeInteger(cfg[k]) || cfg[k] < 1)
+      bad('its config.' + k + ' is ' + JSON.stringify(cfg[k]) + ', not a positive integer');
+  if (!Array.isArray(run.ranks)) bad('otherData.run.ranks (the per-rank totals) is missing');
+  let last = -1;  // the last position any rank holds
+  for (const st of run.ranks) {
+    if (!isObject(st) || !Number.isInteger(st.rank)) bad('an entry of otherData.run.ranks has no rank number');
+    const runs = st.position_runs !== undefined ? st.position_runs : st.positions || [];
+    const ok = st.position_runs !== undefined ? isRun : isSpan;
+    if (!Array.isArray(runs) || !runs.every(ok)) bad('the positions of rank ' + st.rank + ' are not runs of positions');
+    for (const r of runs) last = Math.max(last, st.position_runs !== undefined ? runLast(r) : r[1] - 1);
+  }
+  let pids = 0;
+  for (const e of obj.traceEvents) {
+    if (!isObject(e)) bad('an event is not an object');
+    if (e.ph !== 'X') continue;
+    if (!Number.isInteger(e.pid) || e.pid < 0 || !Number.isInteger(e.tid))
+      bad('an event ("' + e.name + '") names no rank (pid) or lane (tid)');
+    if (!Number.isFinite(+e.ts) || !Number.isFinite(+e.dur)) bad('an event ("' + e.name + '") has no time (ts, dur)');
+    if (e.args !== undefined && !isObject(e.args)) bad('an event ("' + e.name + '") has args that are not an object');
+    const a = e.args || {};
+    for (const [key, ok] of [['q_runs', isRun], ['k_runs', isRun], ['q', isSpan], ['k', isSpan]])
+      if (a[key] !== undefined && !(Array.isArray(a[key]) && a[key].every(ok)))
+        bad('an event ("' + e.name + '") has ' + key + ' that are not positions');
+    pids = Math.max(pids, e.pid + 1);
+  }
+  const held = Math.max(run.ranks.length, pids);
+  if (cfg.ranks > held)
+    bad('its config claims ' + cfg.ranks + ' ranks, but its events and totals hold ' + held);
+  if (cfg.seq > last + 1)
+    bad('its config claims a sequence of ' + cfg.seq + ' positions, but its ranks hold ' + (last + 1));
+  if (cfg.seq > MAX_SEQ) bad('its sequence of ' + cfg.seq + ' positions is more than the page draws (' + MAX_SEQ + ')');
+}
+
 ns.parseTrace = function(obj) {
   if (!obj || !Array.isArray(obj.traceEvents)) throw new Error('not a trace: it has no traceEvents');
-  const other = obj.otherData || {};
+  const other = isObject(obj.otherData) ? obj.otherData : {};
   if (other.generator !== 'cpsim' || !other.run)
     throw new Error('a trace, but not one cpsim wrote (no otherData.run); write one with cpsim run --trace FILE');
+  checkTrace(obj);
   const run = other.run, cfg = run.config, C = cfg.ranks;
   const ranks = [];
   for (let r = 0; r < C; ++r) {

@@ -1,4 +1,4 @@
-#include "sim/core/host_memory.hpp"
+#include "sim/os/host_memory.hpp"
 
 #include <sys/resource.h>
 

@@ -1,4 +1,4 @@
-#include "sim/core/output_file.hpp"
+#include "sim/os/output_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
-// The last-level cache as the kernel reports it (sim/core/host_cache.hpp).
-#include "sim/core/host_cache.hpp"
+// The last-level cache as the kernel reports it (sim/os/host_cache.hpp).
+#include "sim/os/host_cache.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>

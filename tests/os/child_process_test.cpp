@@ -1,6 +1,6 @@
 // A child process in bounded time: its exit code or signal, the time limit, its last progress line, and nothing of
 // its process group left behind.
-#include "sim/core/child_process.hpp"
+#include "sim/os/child_process.hpp"
 
 #include <doctest/doctest.h>
 #include <signal.h>
@@ -101,4 +101,41 @@ TEST_CASE("a child's output can go to files, its input come from one, and its en
   std::fclose(f);
   std::remove(out.c_str());
   CHECK(std::string(buf) == "seen\n");
+}
+
+TEST_CASE("a descendant that leaves the child's group and session (setsid) is killed too, not left running") {
+  const std::string mark =
+      (std::filesystem::temp_directory_path() / ("cpsim_setsid_" + std::to_string(::getpid()))).string();
+  std::remove(mark.c_str());
+  ChildOptions o;
+  o.progress = true;
+  o.env = {{"MARK", mark}};
+  // The shell starts a grandchild in a session of its own (setsid: a group of its own too) that writes its pid and
+  // would sleep a minute; once the pid is there, the shell tells it and exits.
+  const ChildResult r = run_child({"sh", "-c",
+                                   "setsid sh -c 'echo $$ > \"$MARK\"; exec sleep 60' & "
+                                   "while [ ! -s \"$MARK\" ]; do sleep 0.01; done; "
+                                   "cat \"$MARK\" >&$CPSIM_PROGRESS_FD; exit 0"},
+                                  o);
+  std::remove(mark.c_str());
+  CHECK(r.exit_code == 0);
+  REQUIRE(!r.progress.empty());
+  CHECK(!r.group_left);  // it was not in the group
+  CHECK(r.strays == 1);
+  CHECK(gone(std::stoi(r.progress)));
+  CHECK(r.seconds < 30);
+}
+
+TEST_CASE("a child's declared end comes back, and an exit without one is told apart") {
+  ChildOptions o;
+  o.progress = true;
+  // tell_parent_end's line, as the C++ helper writes it.
+  const ChildResult told = run_child({"sh", "-c", "printf '\\036end 0\\n' >&$CPSIM_PROGRESS_FD; exit 0"}, o);
+  CHECK(told.exit_code == 0);
+  CHECK(told.told_end == 0);
+  CHECK(told.progress.empty());  // the end is no progress line
+  const ChildResult silent = run_child({"sh", "-c", "echo 'case 1' >&$CPSIM_PROGRESS_FD; exit 0"}, o);
+  CHECK(silent.exit_code == 0);
+  CHECK(!silent.told_end.has_value());
+  CHECK(silent.progress == "case 1");
 }

@@ -1,5 +1,5 @@
 // Output files are complete or absent, output paths are checked before any work, and stdout failures are reported.
-#include "sim/core/output_file.hpp"
+#include "sim/os/output_file.hpp"
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>

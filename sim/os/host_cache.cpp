@@ -1,4 +1,4 @@
-#include "sim/core/host_cache.hpp"
+#include "sim/os/host_cache.hpp"
 
 #include <unistd.h>
 
