@@ -98,10 +98,9 @@ int run_lesson(int argc, char** argv) {
   const RunResult r = lesson::run_and_step(o.config, o);
   const int who = C > 1 ? 1 : 0, at = C > 1 ? 1 : 0;
   const std::string order = lesson::step_order(r, who, "forward", at);
-  std::cout << lesson::wrap("Rank " + std::to_string(who) + ", forward step " + std::to_string(at) +
-                                ", in the order recorded: " + order,
-                            78, "  ")
-            << "\n";
+  std::cout << "  Rank " << who << ", forward step " << at
+            << ", the events it recorded, in order (#n: the n-th\n  request of the forward):\n";
+  for (const std::string& line : lesson::step_events(r, who, "forward", at, "K/V", "K/V")) std::cout << line << "\n";
   if (C > 1)
     lesson::expect(order.rfind("start isend -> start irecv -> attention_forward", 0) == 0,
                    "the exchange starts before the attention call");
@@ -111,9 +110,11 @@ int run_lesson(int argc, char** argv) {
   with_backward.backward = true;
   const RunResult rb = lesson::run_and_step(with_backward, o);
   const std::string back = lesson::step_order(rb, who, "backward", at);
-  std::cout << lesson::wrap("Rank " + std::to_string(who) + ", backward step " + std::to_string(at) + ": " + back, 78,
-                            "  ")
-            << "\n";
+  std::cout << "\n  Rank " << who << ", backward step " << at
+            << " (K/V: started before the step's attention call,\n  dK/dV: after it):\n";
+  for (const std::string& line : lesson::step_events(rb, who, "backward", at, "K/V", "dK/dV"))
+    std::cout << line << "\n";
+  std::cout << "\n";
   if (C > 2) {
     lesson::expect(back.rfind("start isend -> start irecv -> attention_backward -> wait irecv -> wait isend -> "
                               "start isend -> start irecv",
