@@ -158,14 +158,14 @@ struct Printer {
     table("Forward time (ms)", Value::forward, 2, 0);
     if (spec.backward) {
       table("Forward + backward time (ms)", Value::total, 2, 1);
-      table("Communication not hidden, slowest rank, forward + backward (ms)", Value::exposed, 2, -1);
+      table("Wait (communication not hidden), slowest rank, forward + backward (ms)", Value::exposed, 2, -1);
     }
     table("Peak memory per GPU (GiB)", Value::memory, 1, -1, true);
     table(std::string("Efficiency: one GPU's time on the whole sequence / (C x time), ") +
               (spec.backward ? "forward + backward" : "forward"),
           Value::efficiency, 2, -1);
-    std::cout << "* fastest in the row;  ! more than the " << fixed(m.memory_gb, 0) << " GB ("
-              << fixed(m.memory_gb * 1e9 / (1 << 30), 1) << " GiB) a GPU holds\n";
+    std::cout << "* fastest in the row;  ! more than the " << fixed(m.memory_gb * 1e9 / (1 << 30), 1)
+              << " GiB (sold as " << fixed(m.memory_gb, 0) << " GB) a GPU holds\n";
     std::set<std::string> reasons;
     for (const Cell& c : t.cells)
       if (!c.valid) reasons.insert(c.why_not);
