@@ -112,8 +112,8 @@ std::optional<Failure> overlapped(const Recorder& rec, const std::string& who) {
       for (auto it = open.begin(); it != open.end(); ++it) {
         if (it->kind != e.name || it->peer != e.peer) continue;
         if (!it->computed_beside)
-          return Failure{who + at_step(it->step) + ", the " + e.name + (e.name == "isend" ? " to rank " : " from rank ") +
-                             std::to_string(e.peer),
+          return Failure{who + at_step(it->step) + ", the " + e.name +
+                             (e.name == "isend" ? " to rank " : " from rank ") + std::to_string(e.peer),
                          "an attention call between its start and its wait",
                          "waited with no attention call beside it (no overlap)", why};
         open.erase(it);
@@ -141,11 +141,10 @@ std::optional<Failure> no_masked_calls(const Recorder& rec, const Positions& own
       for (std::int64_t p = sp.lo; p < sp.hi; ++p) diagonal = diagonal && owned(p);
     }
     if (diagonal || rows * keys * batch_heads == e.pairs) continue;
-    return Failure{who + at_step(e.step) + ", " + e.name + ", query-key pairs computed (per batch and head)",
-                   std::to_string(e.pairs / batch_heads) + " (the visible ones)",
-                   std::to_string(rows * keys) + " (" + std::to_string(rows) + " rows x " + std::to_string(keys) +
-                       " keys)",
-                   hint};
+    return Failure{
+        who + at_step(e.step) + ", " + e.name + ", query-key pairs computed (per batch and head)",
+        std::to_string(e.pairs / batch_heads) + " (the visible ones)",
+        std::to_string(rows * keys) + " (" + std::to_string(rows) + " rows x " + std::to_string(keys) + " keys)", hint};
   }
   return std::nullopt;
 }

@@ -102,8 +102,8 @@ std::vector<double> download(Device& dev, const Buffer& b);
 struct Mismatch {
   std::string where;
   double want, got;
-  std::int64_t row;    // the local row
-  std::size_t index;   // the element's index in `got`
+  std::int64_t row;   // the local row
+  std::size_t index;  // the element's index in `got`
 };
 std::optional<Mismatch> first_mismatch(const std::vector<double>& got, const std::vector<double>& want,
                                        const SeqLayout& L, int rank, std::int64_t B, std::int64_t n, std::int64_t D);

@@ -79,9 +79,9 @@ std::vector<double> plain_sum(const Case& c, const GlobalTensors& in, double sca
   const std::vector<double> q = shard(L, in.q, c.B, c.Nq * c.D, r);
   std::vector<double> sum(q.size(), 0.0);
   for (int o = 0; o < c.C; ++o) {
-    const RefForward part = reference_forward(q, shard(L, in.k, c.B, c.Nkv * c.D, o),
-                                              shard(L, in.v, c.B, c.Nkv * c.D, o), {c.B, s, s, c.Nq, c.Nkv, c.D},
-                                              L.positions(r), L.positions(o), true, scale);
+    const RefForward part =
+        reference_forward(q, shard(L, in.k, c.B, c.Nkv * c.D, o), shard(L, in.v, c.B, c.Nkv * c.D, o),
+                          {c.B, s, s, c.Nq, c.Nkv, c.D}, L.positions(r), L.positions(o), true, scale);
     for (std::size_t x = 0; x < sum.size(); ++x) sum[x] += part.out[x];  // a row that sees no key adds 0
   }
   return sum;
@@ -102,7 +102,7 @@ std::string hint_for_row(const Case& c, std::int64_t row, std::int64_t t) {
 
 // 2a. Outputs and LSE against the reference.
 std::optional<Failure> check_values(const Case& c, const GlobalTensors& in, double scale,
-                                   const std::vector<RankRun>& runs, const RefForward& ref) {
+                                    const std::vector<RankRun>& runs, const RefForward& ref) {
   const SeqLayout L(c.C, c.S, Sharding::zigzag);
   const std::int64_t s = L.local_len(), t = L.chunk_len();
   for (int r = 0; r < c.C; ++r) {

@@ -108,17 +108,17 @@ int run_lesson(int argc, char** argv) {
       "cpsim counts work in one unit, visible pairs, which is what the time follows. The handbook chapter's "
       "ring program counts blocks computed, " +
       lesson::list(blocks) +
-      (contiguous
-           ? ", and they follow from the pairs: with s = S/C = " + std::to_string(s) +
-                 " tokens a rank, rank r's queries see r whole blocks of s^2 = " + std::to_string(s * s) +
-                 " pairs and the diagonal one's s(s+1)/2 = " + std::to_string(s * (s + 1) / 2) +
-                 ", so r x " + std::to_string(s * s) + " + " + std::to_string(s * (s + 1) / 2) +
-                 " pairs per (batch, head) in r + 1 blocks"
-           : "") +
+      (contiguous ? ", and they follow from the pairs: with s = S/C = " + std::to_string(s) +
+                        " tokens a rank, rank r's queries see r whole blocks of s^2 = " + std::to_string(s * s) +
+                        " pairs and the diagonal one's s(s+1)/2 = " + std::to_string(s * (s + 1) / 2) + ", so r x " +
+                        std::to_string(s * s) + " + " + std::to_string(s * (s + 1) / 2) +
+                        " pairs per (batch, head) in r + 1 blocks"
+                  : "") +
       ". A block counts 1 whole or on the diagonal, so blocks are not proportional to work: rank " +
       std::to_string(C - 1) + "'s " + std::to_string(blocks.back()) + " blocks hold " + std::to_string(last) +
       " pairs per (batch, head), " + lesson::fixed(static_cast<double>(last) / static_cast<double>(first), 1) +
-      " times rank 0's " + std::to_string(first) + ". Lesson 5 derives the chapter's balance table from the "
+      " times rank 0's " + std::to_string(first) +
+      ". Lesson 5 derives the chapter's balance table from the "
       "pairs the same way.");
 
   lesson::banner(4, "why the slowest rank sets the pace");

@@ -75,7 +75,8 @@ int run_lesson(int argc, char** argv) {
       std::to_string(kp[0]) + " - " + std::to_string(t) + ") / " + std::to_string(t * t) + " = " +
       lesson::fixed(kb[0], 0) + "." +
       (C > 1 ? " Its diagonal holds a little more than half a block of pairs, so the chapter's contiguous "
-               "max/mean, " + lesson::fixed(imbalance(kb), 2) + ", is a little above the pairs' " +
+               "max/mean, " +
+                   lesson::fixed(imbalance(kb), 2) + ", is a little above the pairs' " +
                    lesson::fixed(imbalance(kp), 2) + "."
              : std::string()));
   if (C > 1) lesson::expect(imbalance(kb) > imbalance(kp), "the chapter's blocks overstate the contiguous imbalance");
@@ -90,7 +91,8 @@ int run_lesson(int argc, char** argv) {
       "but the diagonal one counts 2 (one whole, two halves, one masked), so rank r's r + 1 ring blocks are "
       "4r + 2 t x t blocks, not 4(r + 1).");
   lesson::say(
-      "Under zigzag rank r's two chunks cost r + 1/2 and (2C-1-r) + 1/2 of the chapter's blocks: always 2C together. The causal grid "
+      "Under zigzag rank r's two chunks cost r + 1/2 and (2C-1-r) + 1/2 of the chapter's blocks: always 2C together. "
+      "The causal grid "
       "(rows: query chunks, columns: key chunks):");
   std::cout << lesson::indent(draw_grid(owner_grid(Z)), "  ") << grid_legend("owns the query chunk", false) << "\n";
 

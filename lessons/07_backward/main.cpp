@@ -213,7 +213,8 @@ int run_lesson(int argc, char** argv) {
     std::cout << "  Rank 1, backward step 1, the events it recorded, in order (#n: the n-th\n"
                  "  request of the backward; K/V: started before the step's attention call,\n"
                  "  dK/dV: after it):\n";
-    for (const std::string& line : lesson::step_events(ring, 1, "backward", 1, "K/V", "dK/dV")) std::cout << line << "\n";
+    for (const std::string& line : lesson::step_events(ring, 1, "backward", 1, "K/V", "dK/dV"))
+      std::cout << line << "\n";
     std::cout << "\n";
     lesson::expect(order.rfind("start isend -> start irecv -> attention_backward -> wait irecv -> wait isend -> "
                                "start isend -> start irecv",

@@ -300,7 +300,8 @@ int run_lesson(int argc, char** argv) {
       "shorter blocks. On two nodes the pure ring takes over half as long again as the best: each of its "
       "steps waits for the hop that crosses InfiniBand, and a step's compute no longer covers that transfer. "
       "The 8x2 mesh keeps the all-to-all inside each node and sends only the ring's K/V (and backward its "
-      "dK/dV) across the network, mostly behind a block's compute (under a tenth of the ring's wait), which makes it the fastest at every length. Try cpsim predict --machine h100-ib --ranks 32 to "
+      "dK/dV) across the network, mostly behind a block's compute (under a tenth of the ring's wait), which makes it "
+      "the fastest at every length. Try cpsim predict --machine h100-ib --ranks 32 to "
       "see the network take a larger share.");
 
   lesson::banner(5, "ask the planner: cpsim plan");

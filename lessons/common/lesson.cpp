@@ -272,7 +272,7 @@ std::vector<std::string> step_events(const RunResult& r, int rank, const std::st
     std::string kind, carries;
     int peer, step;
   };
-  std::vector<Started> open;  // started, not yet waited for
+  std::vector<Started> open;     // started, not yet waited for
   std::map<int, bool> computed;  // per step: an attention call recorded already
   int next_id = 0;
   std::vector<std::string> lines;

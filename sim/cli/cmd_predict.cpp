@@ -251,7 +251,9 @@ struct Printer {
   }
 };
 
-// One modeled run as a RunResult, so the trace writer and the visualizer take it like a measured one:
+}  // namespace
+
+// One modeled run as a RunResult (model_options.hpp):
 //   1. count the unchanged strategy code, keeping every attention op's positions
 //   2. replay it on the machine with the clock's tracing on: each rank's events on modeled time
 //   3. each rank's report: its spans, the modeled Recorder, and the peak memory the counting run measured
@@ -276,6 +278,8 @@ RunResult modeled_run(const Problem& base, const model::StrategyChoice& c, const
   r.wall_ms = run.total_us / 1e3;
   return r;
 }
+
+namespace {
 
 int cmd_predict(const std::vector<std::string>& args) {
   po::options_description desc("cpsim predict: modeled times of every strategy on a machine model (docs/model.md)");

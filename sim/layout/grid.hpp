@@ -19,9 +19,9 @@ namespace cpsim {
 
 struct GridCell {
   int rank = -1;          // -1: not computed (shown blank when visible, "." when masked)
-  int ranks = 0;          // how many ranks compute it (more than one: shown "*", each computes its own heads)
   bool diagonal = false;  // partly masked (on the causal diagonal, at a document bound, at a window's edge)
   bool masked = false;    // no pair of the block is visible
+  int ranks = 0;          // how many ranks compute it (more than one: shown "*", each computes its own heads)
 };
 using Grid = std::vector<std::vector<GridCell>>;  // [query cell][key cell]
 

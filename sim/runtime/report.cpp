@@ -96,8 +96,8 @@ std::string format_report(const RunResult& r) {
     os << fmt("%.2f", s.idle_us() / 1000.0) << "\n";
   }
   os << "pairs: visible query-key pairs x heads x batch, the unit cpsim counts work in\n"
-     << "wait ms: time stopped waiting for a transfer or a collective; part of " << (cfg.backward ? "fwd ms and bwd ms" : "fwd ms")
-     << " (and of the set-up), not added\n";
+     << "wait ms: time stopped waiting for a transfer or a collective; part of "
+     << (cfg.backward ? "fwd ms and bwd ms" : "fwd ms") << " (and of the set-up), not added\n";
   os << "\nCalls per rank:\n";
   for (const RankReport& rk : r.ranks) os << "  rank " << rk.rank << ": " << calls_text(rk.stats.comm_counts()) << "\n";
 

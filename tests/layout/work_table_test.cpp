@@ -32,7 +32,7 @@ TEST_CASE("the chapter's counts follow from the visible pairs: t x t blocks (pai
       const auto blocks = chunk_blocks(L);
       const auto ring = ring_blocks(L);
       for (int r = 0; r < C; ++r) {
-        CHECK(blocks[r] == doctest::Approx(double(pairs[r] - t) / double(t * t)));  // cmd_layout's footnote
+        CHECK(blocks[r] == doctest::Approx(double(pairs[r] - t) / double(t * t)));       // cmd_layout's footnote
         if (sh == Sharding::contiguous) CHECK(pairs[r] == r * s * s + s * (s + 1) / 2);  // lesson 3: r+1 blocks
         if (sh == Sharding::contiguous) CHECK(ring[r] == r + 1);
       }

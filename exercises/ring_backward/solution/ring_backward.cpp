@@ -50,9 +50,9 @@ void ring_attention_backward(Communicator& comm, Device& dev, const SeqLayout& l
     const bool diagonal = owner == r, earlier = owner < r;
     const std::int64_t q0 = diagonal || earlier ? 0 : t, nq = diagonal || earlier ? 2 * t : t;
     const std::int64_t nk = diagonal || !earlier ? 2 * t : t;
-    const AttentionOptions opt{true, scale,
-                               diagonal ? std::nullopt
-                                        : std::optional<BlockKind>(earlier ? BlockKind::half_kv : BlockKind::half_q)};
+    const AttentionOptions opt{
+        true, scale,
+        diagonal ? std::nullopt : std::optional<BlockKind>(earlier ? BlockKind::half_kv : BlockKind::half_q)};
     const View kk = View(kv).batches(0, B).rows(0, nk), vv = View(kv).batches(B, B).rows(0, nk);
     const View ak = View(acc).batches(0, B).rows(0, nk), av = View(acc).batches(B, B).rows(0, nk);
     dev.attention_backward(View(q).rows(q0, nq), slice(mine, q0, nq), kk, vv, slice(layout.positions(owner), 0, nk),
