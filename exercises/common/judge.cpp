@@ -82,6 +82,73 @@ std::optional<Failure> no_collectives(const Recorder& rec, const std::string& wh
   return std::nullopt;
 }
 
+namespace {
+std::string at_step(int step) {
+  return step < 0 ? std::string() : ", step " + std::to_string(step);
+}
+}  // namespace
+
+std::optional<Failure> overlapped(const Recorder& rec, const std::string& who) {
+  struct Posted {
+    std::string kind;
+    int peer, step;
+    bool computed_beside;  // an attention call was recorded after the post
+  };
+  std::vector<Posted> open;  // posted, not yet waited
+  const char* why =
+      "start the exchange of the next K/V (isend to r+1, irecv from r-1) before this step's attention call and wait "
+      "for it after: the transfer then runs while the block computes (the chapter's second exercise; lesson 10)";
+  for (const TraceEvent& e : rec.events()) {
+    const std::string at = at_step(e.step);
+    if (e.type == TraceEvent::Type::compute && e.kind != BlockKind::skipped) {
+      for (Posted& p : open) p.computed_beside = true;
+    } else if (e.type == TraceEvent::Type::comm && (e.name == "send" || e.name == "recv" || e.name == "sendrecv")) {
+      return Failure{who + at + ", how the K/V moves",
+                     "isend and irecv started before the step's attention call, waited after it",
+                     "a blocking " + e.name + " (nothing computes while it runs: no overlap)", why};
+    } else if (e.type == TraceEvent::Type::comm && (e.name == "isend" || e.name == "irecv")) {
+      open.push_back({e.name, e.peer, e.step, false});
+    } else if (e.type == TraceEvent::Type::wait && (e.name == "isend" || e.name == "irecv")) {
+      for (auto it = open.begin(); it != open.end(); ++it) {
+        if (it->kind != e.name || it->peer != e.peer) continue;
+        if (!it->computed_beside)
+          return Failure{who + at_step(it->step) + ", the " + e.name +
+                             (e.name == "isend" ? " to rank " : " from rank ") + std::to_string(e.peer),
+                         "an attention call between its start and its wait",
+                         "waited with no attention call beside it (no overlap)", why};
+        open.erase(it);
+        break;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> no_masked_calls(const Recorder& rec, const Positions& own, std::int64_t batch_heads,
+                                       const std::string& who, const std::string& hint) {
+  auto owned = [&](std::int64_t p) {
+    for (std::int64_t x : own)
+      if (x == p) return true;
+    return false;
+  };
+  for (const TraceEvent& e : rec.events()) {
+    if (e.type != TraceEvent::Type::compute || e.kind == BlockKind::skipped) continue;
+    std::int64_t rows = 0, keys = 0;
+    bool diagonal = true;
+    for (const Span& sp : e.q_spans) rows += sp.hi - sp.lo;
+    for (const Span& sp : e.k_spans) {
+      keys += sp.hi - sp.lo;
+      for (std::int64_t p = sp.lo; p < sp.hi; ++p) diagonal = diagonal && owned(p);
+    }
+    if (diagonal || rows * keys * batch_heads == e.pairs) continue;
+    return Failure{
+        who + at_step(e.step) + ", " + e.name + ", query-key pairs computed (per batch and head)",
+        std::to_string(e.pairs / batch_heads) + " (the visible ones)",
+        std::to_string(rows * keys) + " (" + std::to_string(rows) + " rows x " + std::to_string(keys) + " keys)", hint};
+  }
+  return std::nullopt;
+}
+
 int run_checks(const std::string& exercise, const std::string& file, const std::vector<NamedCheck>& checks,
                const std::string& success) {
   const std::string program = "judge_" + exercise;
@@ -163,7 +230,7 @@ std::optional<Mismatch> first_mismatch(const std::vector<double>& got, const std
           if (!within(g, w, rule()))
             return Mismatch{"batch " + std::to_string(b) + ", position " + std::to_string(pos[i]) + ", head " +
                                 std::to_string(h) + ", dim " + std::to_string(d),
-                            w, g, i};
+                            w, g, i, static_cast<std::size_t>(((b * s + i) * n + h) * D + d)};
         }
   return std::nullopt;
 }

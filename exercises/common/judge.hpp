@@ -61,6 +61,18 @@ std::optional<Failure> run_ranks(const Case& c, const std::string& what, const R
 // A ring talks to its neighbours only: the first collective call the rank made, as a Failure with `hint`.
 std::optional<Failure> no_collectives(const Recorder& rec, const std::string& who, const std::string& hint);
 
+// Communication hidden behind computation, from the order of the rank's recorded events: every point-to-point
+// request (isend, irecv) must have an attention call recorded between its start and its wait, and no blocking
+// call (send, recv, sendrecv) may move the blocks, since nothing computes while one runs. The first request
+// waited with no attention call beside it, or the first blocking call, as a Failure.
+std::optional<Failure> overlapped(const Recorder& rec, const std::string& who);
+
+// Attention calls that compute masked pairs: every call whose keys are not the rank's own (`own`: the positions
+// of its rows; the diagonal block is partly masked by nature) must cover visible pairs only, rows x keys x
+// `batch_heads` == the visible pairs it recorded. The first call that does not, as a Failure with `hint`.
+std::optional<Failure> no_masked_calls(const Recorder& rec, const Positions& own, std::int64_t batch_heads,
+                                       const std::string& who, const std::string& hint);
+
 using Check = std::function<std::optional<Failure>()>;
 
 struct NamedCheck {
@@ -92,7 +104,8 @@ std::vector<double> download(Device& dev, const Buffer& b);
 struct Mismatch {
   std::string where;
   double want, got;
-  std::int64_t row;  // the local row
+  std::int64_t row;   // the local row
+  std::size_t index;  // the element's index in `got`
 };
 std::optional<Mismatch> first_mismatch(const std::vector<double>& got, const std::vector<double>& want,
                                        const SeqLayout& L, int rank, std::int64_t B, std::int64_t n, std::int64_t D);

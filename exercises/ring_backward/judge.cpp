@@ -8,6 +8,8 @@
 //   b. no forward pass inside the backward: the saved out and lse are all it needs
 //   c. communication: point to point with one neighbour only, no collectives, and C-1 K/V hops plus C-1 dK/dV
 //      hops per rank: (C-1) x 2 x the bytes of K and V sent (dQ never moves)
+//   d. no masked pairs computed, from the recorded attention calls: off the diagonal, every call's rows x keys
+//      are all visible pairs (judge::no_masked_calls); the ranks' visible pairs add up to S(S+1)/2 x batch x heads
 #include "exercises/common/judge.hpp"
 
 #include <optional>
@@ -103,6 +105,8 @@ std::optional<Failure> check_values(const Case& c, const std::vector<RankRun>& r
 std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& runs) {
   const SeqLayout L(c.C, c.S, Sharding::zigzag);
   const std::int64_t kv_bytes = 2 * c.B * L.local_len() * c.Nkv * c.D * 8;  // K and V of one rank, f64
+  const std::int64_t bh = c.B * c.Nq;
+  std::int64_t total = 0;
   for (int r = 0; r < c.C; ++r) {
     const Recorder& rec = runs[static_cast<std::size_t>(r)].stats;
     const std::string who = "rank " + std::to_string(r);
@@ -131,7 +135,19 @@ std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& r
                          " bytes) and their accumulator (as many) each move "
                          "once per step except the last: start from k_last, v_last (rank r+1's), pass toward r-1, and "
                          "after C-1 hops both are home; dq is never sent (lesson 7, STEP 3)"};
+    if (auto f = judge::no_masked_calls(
+            rec, L.positions(r), bh, who,
+            "a call over whole Q x whole K/V also computes the masked pairs. Off the diagonal pass only the "
+            "visible sub-block (View::rows, with the matching rows of out, lse, dout, dq and the accumulator): "
+            "owner o < r: both query chunks x o's early chunk; o > r: the late query chunk x both of o's chunks "
+            "(lesson 5)"))
+      return f;
+    total += rec.total_work().pairs;
   }
+  const std::int64_t causal = bh * c.S * (c.S + 1) / 2;
+  if (total != causal)
+    return Failure{"visible pairs over all ranks", std::to_string(causal) + " (S(S+1)/2 x batch x heads)",
+                   std::to_string(total), "every causal pair's gradient must be computed exactly once"};
   return std::nullopt;
 }
 

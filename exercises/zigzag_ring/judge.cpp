@@ -10,6 +10,10 @@
 //         size c, every later step 2c^2; the ranks together cover the causal S(S+1)/2 per (batch, head)
 //      c. no masked waste after step 0: the rows x keys of a step's attention calls are all visible pairs
 //      d. communication: C-1 K/V blocks sent per rank, no collective calls
+//      e. overlap, from the order of the recorded events: every isend/irecv has an attention call between its
+//         start and its wait; no blocking sendrecv (judge::overlapped)
+// A wrong out that equals the plain sum of the blocks' partial outputs (out += tile instead of the log-sum-exp
+// merge) is named as such.
 #include "exercises/common/judge.hpp"
 
 #include <cmath>
@@ -67,6 +71,22 @@ std::optional<Failure> run_case(const Case& c, const GlobalTensors& in, double s
       runs);
 }
 
+// Rank r's out if every block's partial output were added with weight 1 instead of merged by its lse:
+// sum over owners o of attention(Q_r, KV_o) normalised over KV_o's visible keys alone. [B, s, Nq, D]
+std::vector<double> plain_sum(const Case& c, const GlobalTensors& in, double scale, int r) {
+  const SeqLayout L(c.C, c.S, Sharding::zigzag);
+  const std::int64_t s = L.local_len();
+  const std::vector<double> q = shard(L, in.q, c.B, c.Nq * c.D, r);
+  std::vector<double> sum(q.size(), 0.0);
+  for (int o = 0; o < c.C; ++o) {
+    const RefForward part =
+        reference_forward(q, shard(L, in.k, c.B, c.Nkv * c.D, o), shard(L, in.v, c.B, c.Nkv * c.D, o),
+                          {c.B, s, s, c.Nq, c.Nkv, c.D}, L.positions(r), L.positions(o), true, scale);
+    for (std::size_t x = 0; x < sum.size(); ++x) sum[x] += part.out[x];  // a row that sees no key adds 0
+  }
+  return sum;
+}
+
 std::string hint_for_row(const Case& c, std::int64_t row, std::int64_t t) {
   if (c.sharpen != 1)
     return "the scores are " + num(c.sharpen) +
@@ -81,16 +101,27 @@ std::string hint_for_row(const Case& c, std::int64_t row, std::int64_t t) {
 }
 
 // 2a. Outputs and LSE against the reference.
-std::optional<Failure> check_values(const Case& c, const std::vector<RankRun>& runs, const RefForward& ref) {
+std::optional<Failure> check_values(const Case& c, const GlobalTensors& in, double scale,
+                                    const std::vector<RankRun>& runs, const RefForward& ref) {
   const SeqLayout L(c.C, c.S, Sharding::zigzag);
   const std::int64_t s = L.local_len(), t = L.chunk_len();
   for (int r = 0; r < c.C; ++r) {
     const Positions pos = L.positions(r);
     const std::vector<double>&out = runs[static_cast<std::size_t>(r)].tensors.at(0),
           &lse = runs[static_cast<std::size_t>(r)].tensors.at(1);
-    if (const auto m = judge::first_mismatch(out, ref.out, L, r, c.B, c.Nq, c.D))
+    if (const auto m = judge::first_mismatch(out, ref.out, L, r, c.B, c.Nq, c.D)) {
+      const std::vector<double> plain = plain_sum(c, in, scale, r);
+      if (c.C > 1 && within(m->got, plain[m->index], judge::rule()))
+        return Failure{"out, rank " + std::to_string(r) + ", " + m->where, judge::expected(m->want),
+                       num(m->got) + ", the plain sum of the blocks' partial outputs",
+                       "each block's partial output is normalised over that block's keys only, so adding them "
+                       "weights every block as 1 whatever its share of the row's softmax. Fold each tile in with "
+                       "dev.merge(out rows, lse rows, tile out, tile lse): it weights the accumulator by "
+                       "exp(lse_acc - lse) and the tile by exp(lse_tile - lse), lse = logaddexp(lse_acc, lse_tile) "
+                       "(lesson 4)"};
       return Failure{"out, rank " + std::to_string(r) + ", " + m->where, judge::expected(m->want), num(m->got),
                      hint_for_row(c, m->row, t)};
+    }
     for (std::int64_t b = 0; b < c.B; ++b)
       for (std::int64_t i = 0; i < s; ++i)
         for (std::int64_t h = 0; h < c.Nq; ++h) {
@@ -158,6 +189,7 @@ std::optional<Failure> check_counts(const Case& c, const std::vector<RankRun>& r
                      "send the K and V you hold (" + std::to_string(kv_bytes) +
                          " bytes) once per step except the "
                          "last: C-1 times in all"};
+    if (auto f = judge::overlapped(rec, who)) return f;
   }
   const std::int64_t causal = bh * c.S * (c.S + 1) / 2;
   if (total != causal)
@@ -173,7 +205,7 @@ std::optional<Failure> judge_case(const Case& c) {
   const RefForward ref = reference_forward(in.q, in.k, in.v, {c.B, c.S, c.S, c.Nq, c.Nkv, c.D}, all, all, true, scale);
   std::vector<RankRun> runs;
   if (auto f = run_case(c, in, scale, runs)) return f;
-  if (auto f = check_values(c, runs, ref)) return f;
+  if (auto f = check_values(c, in, scale, runs, ref)) return f;
   return check_counts(c, runs);
 }
 

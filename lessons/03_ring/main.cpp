@@ -81,7 +81,7 @@ int run_lesson(int argc, char** argv) {
       "A K/V block that starts after a rank's last query is invisible to all of its queries "
       "(causal mask), so that rank skips it: it computes nothing and waits for the next block.");
 
-  lesson::banner(3, "the work per rank, counted three ways");
+  lesson::banner(3, "the work per rank, in visible pairs");
   std::vector<std::int64_t> blocks, pairs;
   for (const RankReport& rk : r.ranks) {
     blocks.push_back(rk.stats.total_work().calls);
@@ -89,31 +89,44 @@ int run_lesson(int argc, char** argv) {
   }
   const auto table = ring_blocks(L);
   lesson::expect(std::equal(blocks.begin(), blocks.end(), table.begin()), "recorded blocks equal the work table");
-  const bool chunks = p.seq % (2 * C) == 0;  // the t x t chunk grid exists
-  const std::vector<double> tt = chunks ? chunk_blocks(L) : std::vector<double>{};
-  std::cout << "  rank  ring blocks computed  t x t blocks  visible pairs\n";
+  const std::int64_t bh = p.batch * p.heads, s = p.seq / C;  // pairs are summed over batch and heads
+  std::cout << "  rank  visible pairs  per (batch, head)  the chapter's ring blocks\n";
   for (int rank = 0; rank < C; ++rank) {
-    std::ostringstream t_blocks;
-    if (chunks) t_blocks << tt[static_cast<std::size_t>(rank)];
-    std::cout << "  " << lesson::pad(std::to_string(rank), 6)
-              << lesson::pad(std::to_string(blocks[static_cast<std::size_t>(rank)]), 22)
-              << lesson::pad(chunks ? t_blocks.str() : "-", 14) << pairs[static_cast<std::size_t>(rank)] << "\n";
+    const std::int64_t x = pairs[static_cast<std::size_t>(rank)];
+    std::cout << "  " << lesson::pad(std::to_string(rank), 6) << lesson::pad(std::to_string(x), 15)
+              << lesson::pad(std::to_string(x / bh), 19) << blocks[static_cast<std::size_t>(rank)] << "\n";
   }
-  std::cout << "  ring blocks computed: attention calls, a rank's queries x one rank's K/V\n"
-            << "  t x t blocks: a chunk x a chunk (t = S/2C), a diagonal one counting 1/2\n"
-            << "  visible pairs: query-key pairs the mask lets through, x heads x batch\n\n";
+  std::cout << "  visible pairs: query-key pairs the mask lets through, summed over " << p.heads << " heads and\n"
+            << "  batch " << p.batch << "; the chapter's ring blocks: the blocks its ring program computes\n\n";
+  const bool contiguous = p.sharding == Sharding::contiguous;
+  for (int rank = 0; contiguous && rank < C; ++rank)
+    lesson::expect(pairs[static_cast<std::size_t>(rank)] == bh * (rank * s * s + s * (s + 1) / 2) &&
+                       blocks[static_cast<std::size_t>(rank)] == rank + 1,
+                   "rank r: r whole blocks and the diagonal one, r + 1 blocks");
+  const std::int64_t first = pairs.front() / bh, last = pairs.back() / bh;
   lesson::say(
-      "Three units for the same work. A ring block is one rank's queries against one rank's keys, whole or "
-      "on the diagonal, and counts 1 either way; a t x t block is a chunk against a chunk, the unit of lesson "
-      "5's balance table; visible pairs count exactly what the mask lets through, which is what the time "
-      "follows. cpsim counts visible pairs everywhere and names the other two where they appear.");
+      "cpsim counts work in one unit, visible pairs, which is what the time follows. The handbook chapter's "
+      "ring program counts blocks computed, " +
+      lesson::list(blocks) +
+      (contiguous ? ", and they follow from the pairs: with s = S/C = " + std::to_string(s) +
+                        " tokens a rank, rank r's queries see r whole blocks of s^2 = " + std::to_string(s * s) +
+                        " pairs and the diagonal one's s(s+1)/2 = " + std::to_string(s * (s + 1) / 2) + ", so r x " +
+                        std::to_string(s * s) + " + " + std::to_string(s * (s + 1) / 2) +
+                        " pairs per (batch, head) in r + 1 blocks"
+                  : "") +
+      ". A block counts 1 whole or on the diagonal, so blocks are not proportional to work: rank " +
+      std::to_string(C - 1) + "'s " + std::to_string(blocks.back()) + " blocks hold " + std::to_string(last) +
+      " pairs per (batch, head), " + lesson::fixed(static_cast<double>(last) / static_cast<double>(first), 1) +
+      " times rank 0's " + std::to_string(first) +
+      ". Lesson 5 derives the chapter's balance table from the "
+      "pairs the same way.");
 
   lesson::banner(4, "why the slowest rank sets the pace");
   lesson::say(
       "A rank cannot start a step before the K/V block it needs has come from rank r-1, and no rank can "
       "finish before it has done all its own work, so the ring lasts at least as long as its busiest rank's "
       "work. Here that rank's block is as large as any at every step, so nothing else holds it back: the ring "
-      "lasts exactly its work, and every other rank is idle for the difference. From the work each rank "
+      "lasts exactly its work, and every other rank waits for the difference. From the work each rank "
       "counted per step, in visible pairs:");
   std::vector<std::int64_t> most(static_cast<std::size_t>(C), 0);
   for (int i = 0; i < C; ++i)
@@ -122,7 +135,7 @@ int run_lesson(int argc, char** argv) {
         if (sw.phase == "forward" && sw.step == i) most[i] = std::max(most[i], sw.work.pairs);
   const std::int64_t critical = std::accumulate(most.begin(), most.end(), std::int64_t{0});
   std::cout << "  the ring lasts " << critical << " pairs (per step the busiest rank's block, summed)\n"
-            << "  rank  works  waits\n";
+            << "  rank  works  wait\n";
   std::int64_t total = 0;
   int never_waits = 0;
   for (const RankReport& rk : r.ranks) {
@@ -132,7 +145,7 @@ int run_lesson(int argc, char** argv) {
     std::cout << "  " << lesson::pad(std::to_string(rk.rank), 6) << lesson::pad(std::to_string(work), 7)
               << critical - work << "\n";
   }
-  std::cout << "  works: its visible pairs; waits: the pairs' worth of time it is idle before\n"
+  std::cout << "  works: its visible pairs; wait: the pairs' worth of time it waits before\n"
                "  the ring ends (for a block still on its way, or after its own last block)\n";
   const double busy = static_cast<double>(total) / static_cast<double>(C * critical);
   std::cout << "\n";
@@ -142,7 +155,7 @@ int run_lesson(int argc, char** argv) {
               " pairs, as busy as any rank at every step; it is the only rank that never waits. The ranks do " +
               std::to_string(total) + " pairs in all, so they are busy " +
               std::to_string(static_cast<int>(busy * 100 + 0.5)) +
-              "% of that time. (Waits measured on this machine would mix this with how the operating system "
+              "% of that time. (Wait measured on this machine would mix this with how the operating system "
               "schedules the threads, so the lesson counts work instead.)");
   lesson::say("Lesson 5 cuts the sequence differently so that every rank does the same work at every step.");
   std::cout << "Ring, contiguous, " << C << " ranks, against the single-process reference:\n";

@@ -49,27 +49,50 @@ int run_lesson(int argc, char** argv) {
 
   lesson::banner(1, "the balance, computed from the positions");
   const auto kb = chunk_blocks(K), zb = chunk_blocks(Z);
+  const auto kp = visible_pairs_per_rank(K), zp = visible_pairs_per_rank(Z);
   const auto kr = ring_blocks(K);
-  std::cout << "  work per rank in t x t blocks, a diagonal block counting 1/2:\n"
-            << "  contiguous: chunks per rank " << chunk_list(K) << "\n"
-            << "              blocks per rank " << lesson::list(kb) << ", max/mean " << lesson::fixed(imbalance(kb), 2)
+  std::cout << "  work per rank in visible pairs per (batch, head), and the handbook chapter's\n"
+            << "  balance (t x t blocks, a diagonal one counting 1/2), derived from them below:\n"
+            << "  contiguous: chunks per rank  " << chunk_list(K) << "\n"
+            << "              pairs per rank   " << lesson::list(kp) << ", max/mean " << lesson::fixed(imbalance(kp), 2)
             << "\n"
-            << "  zigzag:     chunks per rank " << chunk_list(Z) << "\n"
-            << "              blocks per rank " << lesson::list(zb) << ", max/mean " << lesson::fixed(imbalance(zb), 2)
+            << "              chapter's blocks " << lesson::list(kb) << ", max/mean " << lesson::fixed(imbalance(kb), 2)
+            << "\n"
+            << "  zigzag:     chunks per rank  " << chunk_list(Z) << "\n"
+            << "              pairs per rank   " << lesson::list(zp) << ", max/mean " << lesson::fixed(imbalance(zp), 2)
+            << "\n"
+            << "              chapter's blocks " << lesson::list(zb) << ", max/mean " << lesson::fixed(imbalance(zb), 2)
             << "\n\n";
   for (double b : zb) lesson::expect(b == 2 * C, "every zigzag rank's two chunks cost 2C blocks");
+  // A chunk c holds c t^2 + t(t+1)/2 visible pairs; the chapter's c + 1/2 blocks are (pairs - t/2) / t^2.
+  for (std::size_t r = 0; r < kb.size(); ++r)
+    lesson::expect(kb[r] * double(t * t) == double(kp[r] - t) && zb[r] * double(t * t) == double(zp[r] - t),
+                   "the chapter's blocks are (pairs - t) / t^2 for two chunks");
+  lesson::say(
+      "A chunk c holds c t^2 + t(t+1)/2 visible pairs per (batch, head): c whole t x t blocks before it and "
+      "the diagonal block's t(t+1)/2. The chapter counts c + 1/2 blocks for it, so its count for a rank's two "
+      "chunks is (pairs - t) / t^2: rank 0's (" +
+      std::to_string(kp[0]) + " - " + std::to_string(t) + ") / " + std::to_string(t * t) + " = " +
+      lesson::fixed(kb[0], 0) + "." +
+      (C > 1 ? " Its diagonal holds a little more than half a block of pairs, so the chapter's contiguous "
+               "max/mean, " +
+                   lesson::fixed(imbalance(kb), 2) + ", is a little above the pairs' " +
+                   lesson::fixed(imbalance(kp), 2) + "."
+             : std::string()));
+  if (C > 1) lesson::expect(imbalance(kb) > imbalance(kp), "the chapter's blocks overstate the contiguous imbalance");
   // Contiguous rank r computes r whole ring blocks (4 t x t blocks each) and one diagonal one (1 + 2 x 1/2 = 2).
   for (std::size_t r = 0; r < kb.size(); ++r)
     lesson::expect(kb[r] == 4.0 * static_cast<double>(kr[r]) - 2, "t x t blocks = 4 per ring block, 2 on the diagonal");
   lesson::say(
-      "Lesson 3 counted the same contiguous case in ring blocks computed, a rank's queries against one "
+      "Lesson 3 counted the same contiguous case in the chapter's ring blocks, a rank's queries against one "
       "rank's keys: " +
       lesson::list(std::vector<std::int64_t>(kr.begin(), kr.end())) +
-      ". Same work, another unit: a ring block is 2t x 2t, four t x t blocks, so a wholly visible one counts 4 "
-      "and the diagonal one 2 (one whole, two halves, one masked): rank r's r + 1 ring blocks are 4r + 2 t x t "
-      "blocks.");
+      ". They are not proportional to these: a ring block is 2t x 2t, four t x t blocks when wholly visible, "
+      "but the diagonal one counts 2 (one whole, two halves, one masked), so rank r's r + 1 ring blocks are "
+      "4r + 2 t x t blocks, not 4(r + 1).");
   lesson::say(
-      "Rank r's two chunks cost r + 1/2 and (2C-1-r) + 1/2: always 2C blocks together. The causal grid "
+      "Under zigzag rank r's two chunks cost r + 1/2 and (2C-1-r) + 1/2 of the chapter's blocks: always 2C together. "
+      "The causal grid "
       "(rows: query chunks, columns: key chunks):");
   std::cout << lesson::indent(draw_grid(owner_grid(Z)), "  ") << grid_legend("owns the query chunk", false) << "\n";
 

@@ -210,7 +210,12 @@ int run_lesson(int argc, char** argv) {
                  "ring backward: C-1 K/V and C-1 dK/dV messages each way");
   if (C > 2) {
     const std::string order = lesson::step_order(ring, 1, "backward", 1);
-    std::cout << lesson::wrap("Rank 1, backward step 1, in the order recorded: " + order, 78, "  ") << "\n";
+    std::cout << "  Rank 1, backward step 1, the events it recorded, in order (#n: the n-th\n"
+                 "  request of the backward; K/V: started before the step's attention call,\n"
+                 "  dK/dV: after it):\n";
+    for (const std::string& line : lesson::step_events(ring, 1, "backward", 1, "K/V", "dK/dV"))
+      std::cout << line << "\n";
+    std::cout << "\n";
     lesson::expect(order.rfind("start isend -> start irecv -> attention_backward -> wait irecv -> wait isend -> "
                                "start isend -> start irecv",
                                0) == 0,
@@ -218,7 +223,7 @@ int run_lesson(int argc, char** argv) {
     lesson::say(
         "The first isend/irecv pair moves the next K/V, started before the block. The accumulator cannot leave "
         "before its block is added, so a rank posts it at the end of a step and waits for the one coming to it "
-        "only after its next attention_backward (the wait irecv, wait isend above), just before adding that "
+        "only after its next attention_backward (the dK/dV requests above started at step 0), just before adding that "
         "block's dK/dV to it: the dK/dV transfer hides behind the next block's compute. Lesson 10 asks when "
         "such a transfer can hide.");
   }

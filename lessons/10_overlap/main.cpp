@@ -98,10 +98,9 @@ int run_lesson(int argc, char** argv) {
   const RunResult r = lesson::run_and_step(o.config, o);
   const int who = C > 1 ? 1 : 0, at = C > 1 ? 1 : 0;
   const std::string order = lesson::step_order(r, who, "forward", at);
-  std::cout << lesson::wrap("Rank " + std::to_string(who) + ", forward step " + std::to_string(at) +
-                                ", in the order recorded: " + order,
-                            78, "  ")
-            << "\n";
+  std::cout << "  Rank " << who << ", forward step " << at
+            << ", the events it recorded, in order (#n: the n-th\n  request of the forward):\n";
+  for (const std::string& line : lesson::step_events(r, who, "forward", at, "K/V", "K/V")) std::cout << line << "\n";
   if (C > 1)
     lesson::expect(order.rfind("start isend -> start irecv -> attention_forward", 0) == 0,
                    "the exchange starts before the attention call");
@@ -111,9 +110,11 @@ int run_lesson(int argc, char** argv) {
   with_backward.backward = true;
   const RunResult rb = lesson::run_and_step(with_backward, o);
   const std::string back = lesson::step_order(rb, who, "backward", at);
-  std::cout << lesson::wrap("Rank " + std::to_string(who) + ", backward step " + std::to_string(at) + ": " + back, 78,
-                            "  ")
-            << "\n";
+  std::cout << "\n  Rank " << who << ", backward step " << at
+            << " (K/V: started before the step's attention call,\n  dK/dV: after it):\n";
+  for (const std::string& line : lesson::step_events(rb, who, "backward", at, "K/V", "dK/dV"))
+    std::cout << line << "\n";
+  std::cout << "\n";
   if (C > 2) {
     lesson::expect(back.rfind("start isend -> start irecv -> attention_backward -> wait irecv -> wait isend -> "
                               "start isend -> start irecv",
@@ -205,9 +206,9 @@ int run_lesson(int argc, char** argv) {
   lesson::banner(4, "the same question, asked of cpsim's machine model");
   lesson::say(
       "cpsim predict (docs/model.md) counts the unchanged ring code and replays it on a model of H100s: "
-      "each transfer starts when the ring posts it and runs beside the compute; a rank is blocked only "
+      "each transfer starts when the ring posts it and runs beside the compute; a rank waits only "
       "for what the compute did not cover. The whole forward, C steps, of the same shape:");
-  std::cout << "  machine     C   S     tokens/rank  compute   per step  TFLOP/s  blocked\n";
+  std::cout << "  machine     C   S     tokens/rank  compute   per step  TFLOP/s  wait\n";
   struct Row {
     std::string machine;
     std::int64_t per_rank;
@@ -238,7 +239,7 @@ int run_lesson(int argc, char** argv) {
     }
   }
   std::cout << "  compute: the slowest rank's attention over all C steps; per step: compute / C;\n"
-            << "  TFLOP/s: its flops over that time, fixed costs included; blocked: the time it\n"
+            << "  TFLOP/s: its flops over that time, fixed costs included; wait: the time it\n"
             << "  waited for transfers the compute did not cover\n\n";
   // What the paragraphs below say, read from the rows above.
   const Row& first = rows.front();
@@ -265,9 +266,9 @@ int run_lesson(int argc, char** argv) {
   };
   const auto where = [&](const std::string& machine, const std::string& link) {
     const std::int64_t from = first_hidden(machine);
-    if (from == -2) return "On " + link + " the blocked time comes and goes with the length. ";
+    if (from == -2) return "On " + link + " the wait comes and goes with the length. ";
     if (from < 0) return "On " + link + " the transfer outlasts the compute at every length here. ";
-    return "On " + link + " the blocked time is zero from " + std::to_string(from) + " tokens per rank on. ";
+    return "On " + link + " the wait is zero from " + std::to_string(from) + " tokens per rank on. ";
   };
   // The model's NVLink send/recv rate (a measured one, below the datasheet's) in the same break-even formula.
   const double p2p_gbps = model::load_machine("h100-sxm-8").intra.p2p_gbps;
@@ -279,7 +280,7 @@ int run_lesson(int argc, char** argv) {
     if (row.exposed_us < 0.5 && first_clear == 0) first_clear = row.per_rank;
   }
   lesson::expect(first_clear > 0 && last_blocked < s_p2p && s_p2p <= first_clear,
-                 "the break-even at the model's send/recv rate lies between its last blocked and first clear length");
+                 "the break-even at the model's send/recv rate lies between its last waiting and first clear length");
   lesson::say(where("h100-sxm-8", "NVLink (h100-sxm-8)") +
               where("h100-ib", "InfiniBand (h100-ib: 16 ranks on 2 nodes, the ring crossing between them)") +
               "The cost argument puts the break-even near " + std::to_string(s_nv) + " tokens per rank on NVLink and " +
@@ -287,7 +288,7 @@ int run_lesson(int argc, char** argv) {
               " over one InfiniBand NIC. The model moves the NVLink one: its send/recv between two H100s runs at " +
               lesson::fixed(p2p_gbps, 0) +
               " GB/s, what nccl-tests measures, not the datasheet's 450, and at that rate the same formula gives " +
-              std::to_string(s_p2p) + " tokens per rank, between the last length the model finds blocked (" +
+              std::to_string(s_p2p) + " tokens per rank, between the last length where the model waits (" +
               std::to_string(last_blocked) + ") and the first it finds clear (" + std::to_string(first_clear) + ").");
 
   std::cout << "The library's overlapped ring, against the single-process reference:\n";

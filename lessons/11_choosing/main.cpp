@@ -25,7 +25,7 @@ struct Variant {
 };
 
 // STEP 4: the machine model's forward+backward times (ms) on one machine, the fastest starred, and the time the
-// slowest rank sat blocked on communication. Model times are computed, not measured: the transcript checks them.
+// slowest rank waited (docs/concepts.md: wait). Model times are computed, not measured: the transcript checks them.
 model::PredictTable predicted_table(const char* machine, int ranks, const std::vector<std::string>& choices) {
   model::PredictSpec spec;
   spec.machine = model::load_machine(machine);
@@ -38,7 +38,7 @@ model::PredictTable predicted_table(const char* machine, int ranks, const std::v
   for (const std::string& c : choices) spec.strategies.push_back(model::parse_choice(c));
   const model::PredictTable t = model::predict(spec);
   const std::size_t n = spec.strategies.size();
-  std::cout << "  " << machine << ", C=" << ranks << ": forward+backward ms (blocked on communication ms)\n";
+  std::cout << "  " << machine << ", C=" << ranks << ": forward+backward ms (wait ms)\n";
   std::string header = "      S";
   for (const auto& c : spec.strategies) header += "  " + lesson::pad(model::choice_label(c, ranks), 17);
   lesson::row(header);
@@ -79,20 +79,20 @@ void plan_step(const model::PredictTable& two) {
       "the two nodes, at 1M tokens:");
   std::cout << "  $ " << command << "\n"
             << "  " << plan.searched << " candidates searched, " << plan.fits.size() << " fit; the 5 fastest:\n";
-  lesson::row("  #  candidate            time ms   exposed ms  memory GB  efficiency");
+  lesson::row("  #  candidate            time ms   wait ms     memory GiB efficiency");
   const std::size_t n = std::min<std::size_t>(5, plan.fits.size());
   for (std::size_t i = 0; i < n; ++i) {
     const model::PlanEntry& e = plan.fits[i];
     lesson::row("  " + lesson::pad(std::to_string(i + 1), 3) + lesson::pad(e.candidate.label, 21) +
                 lesson::pad(lesson::fixed(e.cell.total_us / 1000, 2), 10) +
                 lesson::pad(lesson::fixed(e.cell.exposed_us / 1000, 2), 12) +
-                lesson::pad(lesson::fixed(static_cast<double>(e.total_bytes()) / 1e9, 1), 11) +
+                lesson::pad(lesson::fixed(static_cast<double>(e.total_bytes()) / (1 << 30), 1), 11) +
                 lesson::fixed(e.cell.efficiency, 2));
   }
   std::cout << "  rejected:\n";
   for (const model::Rejection& r : plan.rejected) std::cout << lesson::wrap(r.configs + ": " + r.why, 78, "    ");
-  std::cout << "  time: forward + backward; exposed: communication not hidden, slowest rank;\n"
-               "  memory: peak attention buffers per GPU, in GB (1e9 bytes) like the limit;\n"
+  std::cout << "  time: forward + backward; wait: communication not hidden, slowest rank;\n"
+               "  memory: peak attention buffers per GPU, in GiB (2^30 bytes);\n"
                "  efficiency: one GPU's time on the whole sequence / (C x time)\n\n";
 
   // What the paragraph below says, read from the plan.
@@ -117,14 +117,14 @@ void plan_step(const model::PredictTable& two) {
                  "only the all-gather is rejected");
   lesson::expect(best.total_bytes() < spec.machine.memory_gb * 1e9, "the fastest fits");
   const double exposed_share = best.cell.exposed_us / best.cell.total_us;
-  lesson::expect(exposed_share < 0.01, "the fastest leaves under 1% of its time exposed");
+  lesson::expect(exposed_share < 0.01, "the fastest waits under 1% of its time");
   const double ring_then = two.cells[2 * 4 + 1].total_us / two.cells[2 * 4 + 2].total_us;
   const double ring_now = ring->cell.total_us / best.cell.total_us;
   lesson::expect(ring_now < ring_then, "the pure ring is closer to the mesh at 1M than at 256K");
   lesson::expect(ring->cell.exposed_us < 0.001 * ring->cell.total_us, "at 1M the ring's transfers are hidden");
   lesson::say("Its answer is STEP 4's: the 8x2 mesh on zigzag shards, at " + lesson::fixed(best.cell.efficiency, 2) +
               " of one GPU's rate per GPU, only " + lesson::fixed(100 * exposed_share, 1) +
-              "% of its time exposed. The planner also weighed what STEP 4 left out: the other meshes, contiguous "
+              "% of its time waiting. The planner also weighed what STEP 4 left out: the other meshes, contiguous "
               "shards and memory. The all-gather is the one strategy it rejects: every rank holds the whole "
               "sequence's K and V (and backward their gradients), more than a GPU holds at 1M tokens, while the "
               "others keep O(S/C) per rank. Length moves the answer too: the pure ring, " +
@@ -132,7 +132,7 @@ void plan_step(const model::PredictTable& two) {
               " x here (" + ring->candidate.label + ", number " + std::to_string(ring_rank) + " of the " +
               std::to_string(plan.fits.size()) + " that fit) with " + lesson::fixed(ring->cell.exposed_us / 1000, 2) +
               " ms of its " + lesson::fixed(ring->cell.total_us / 1000, 0) +
-              " exposed: a step's compute grows as S^2 and its transfer as S, so at 1M the compute covers every "
+              " waiting: a step's compute grows as S^2 and its transfer as S, so at 1M the compute covers every "
               "transfer, even across InfiniBand. What is left between it and the mesh is compute: the ring's C "
               "blocks are shorter than the mesh's, and the kernel runs short blocks below its best rate (lesson 10).");
 }
@@ -288,7 +288,7 @@ int run_lesson(int argc, char** argv) {
     lesson::expect(cell(two, row, 1).total_us > 1.5 * cell(two, row, 2).total_us,
                    "two nodes: the pure ring takes over half as long again as the 8x2 mesh");
     lesson::expect(cell(two, row, 2).exposed_us * 10 < cell(two, row, 1).exposed_us,
-                   "two nodes: the mesh leaves under a tenth of the ring's communication exposed");
+                   "two nodes: the mesh waits under a tenth of the ring's wait");
   }
   lesson::expect(cell(one, 2, 1).exposed_us < cell(one, 2, 0).exposed_us,
                  "one node, longest length: the ring hides more of its communication than Ulysses");
@@ -296,12 +296,12 @@ int run_lesson(int argc, char** argv) {
       "On one node every byte moves at NVLink speed and Ulysses is the fastest at every length: a few "
       "all-to-alls (each carrying (C-1)/C of Q, K, V or O) and then one kernel over the whole sequence for "
       "its heads. It does not hide its communication (at 256K the ring, whose transfers run beside its "
-      "blocks, leaves less exposed), but its kernel runs long rows at the best rate, where the ring runs C "
+      "blocks, waits less), but its kernel runs long rows at the best rate, where the ring runs C "
       "shorter blocks. On two nodes the pure ring takes over half as long again as the best: each of its "
       "steps waits for the hop that crosses InfiniBand, and a step's compute no longer covers that transfer. "
       "The 8x2 mesh keeps the all-to-all inside each node and sends only the ring's K/V (and backward its "
-      "dK/dV) across the network, mostly behind a block's compute (under a tenth of the ring's exposed "
-      "time), which makes it the fastest at every length. Try cpsim predict --machine h100-ib --ranks 32 to "
+      "dK/dV) across the network, mostly behind a block's compute (under a tenth of the ring's wait), which makes it "
+      "the fastest at every length. Try cpsim predict --machine h100-ib --ranks 32 to "
       "see the network take a larger share.");
 
   lesson::banner(5, "ask the planner: cpsim plan");

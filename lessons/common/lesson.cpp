@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -262,6 +263,44 @@ std::string step_order(const RunResult& r, int rank, const std::string& phase, i
     order += (order.empty() ? "" : " -> ") + what;
   }
   return order;
+}
+
+std::vector<std::string> step_events(const RunResult& r, int rank, const std::string& phase, int step,
+                                     const std::string& before, const std::string& after, const std::string& indent) {
+  struct Started {
+    int id;
+    std::string kind, carries;
+    int peer, step;
+  };
+  std::vector<Started> open;     // started, not yet waited for
+  std::map<int, bool> computed;  // per step: an attention call recorded already
+  int next_id = 0;
+  std::vector<std::string> lines;
+  const auto line = [&](const std::string& what, const Started& s, int at) {
+    const std::string where = (s.kind == "isend" ? " to rank " : " from rank ") + std::to_string(s.peer);
+    const std::string when = s.step != at ? ", started at step " + std::to_string(s.step) : "";
+    return indent + pad(what + " " + s.kind, 13) + pad("#" + std::to_string(s.id), 4) + s.carries + where + when;
+  };
+  for (const TraceEvent& e : r.ranks.at(static_cast<std::size_t>(rank)).stats.events()) {
+    if (e.phase != phase || e.type == TraceEvent::Type::step) continue;
+    const bool here = e.step == step;
+    if (e.type == TraceEvent::Type::compute) {
+      computed[e.step] = true;
+      if (here) lines.push_back(indent + e.name);
+    } else if (e.type == TraceEvent::Type::comm && (e.name == "isend" || e.name == "irecv")) {
+      open.push_back({++next_id, e.name, computed[e.step] ? after : before, e.peer, e.step});
+      if (here) lines.push_back(line("start", open.back(), step));
+    } else if (e.type == TraceEvent::Type::wait && (e.name == "isend" || e.name == "irecv")) {
+      const auto it = std::find_if(open.begin(), open.end(),
+                                   [&](const Started& s) { return s.kind == e.name && s.peer == e.peer; });
+      if (it == open.end()) continue;
+      if (here) lines.push_back(line("wait", *it, step));
+      open.erase(it);
+    } else if (here) {
+      lines.push_back(indent + (e.type == TraceEvent::Type::wait ? "wait " : "") + e.name);
+    }
+  }
+  return lines;
 }
 
 std::string phase_calls(const RunResult& r, int rank, const std::string& phase) {

@@ -94,4 +94,15 @@ std::string phase_calls(const RunResult& r, int rank, const std::string& phase);
 // "start isend -> start irecv -> attention_forward -> wait isend -> wait irecv".
 std::string step_order(const RunResult& r, int rank, const std::string& phase, int step);
 
+// The same events, one labelled line each (indented by `indent`): every request numbered in the order the phase
+// started them (#1, #2, ...), with what it carries, its peer, and, on a wait, the step that started it when that
+// was an earlier one. What a request carries is named by its place in its step: `before` for one started before
+// the step's first attention call, `after` for one started after it (a ring strategy's K/V and dK/dV).
+//   start isend  #3  K/V to rank 0
+//   attention_backward
+//   wait irecv   #2  dK/dV from rank 2, started at step 0
+std::vector<std::string> step_events(const RunResult& r, int rank, const std::string& phase, int step,
+                                     const std::string& before, const std::string& after,
+                                     const std::string& indent = "    ");
+
 }  // namespace cpsim::lesson

@@ -83,6 +83,27 @@ TEST_CASE("the step grid of a contiguous ring marks the blocks each rank compute
   CHECK(g1[0][0].rank == -1);  // rank 0 skips rank 1's K/V: nothing is drawn
 }
 
+TEST_CASE("the step grid of Ulysses marks every cell as computed by every rank, and draws it as *") {
+  const RunResult r = traced(StrategyKind::ulysses, Sharding::contiguous, 2, 8);
+  const SeqLayout L(2, 8, Sharding::contiguous);
+  for (const StepFrame& f : step_frames(r)) {
+    bool computed = false;
+    for (const RankStep& rs : f.ranks) computed = computed || !rs.blocks.empty();
+    if (!computed) continue;  // the all-to-all steps
+    const Grid g = step_grid(f, L);
+    CHECK(g[3][0].ranks == 2);  // both ranks compute it, each for its own heads
+    CHECK(g[3][3].ranks == 2);
+    CHECK(g[0][3].ranks == 0);  // masked
+    const std::string drawn = draw_grid(g);
+    CHECK(drawn.find("q3    *  *  *  *\\") != std::string::npos);
+    std::istringstream lines(drawn);
+    for (std::string line; std::getline(lines, line);)  // no rank number in any cell of a query row
+      if (line.rfind("q", 0) == 0) CHECK(line.substr(6).find_first_of("0123456789") == std::string::npos);
+    const std::string page = frame_pages(f, r, 24).front();
+    CHECK(page.find("* = every rank computes the block, each for its own heads") != std::string::npos);
+  }
+}
+
 TEST_CASE("chunk names compress runs of chunks and fall back to spans off the chunk grid") {
   const SeqLayout L(4, 16, Sharding::zigzag);
   CHECK(chunk_names({{0, 16}}, L, 'q') == "q0-7");

@@ -164,25 +164,25 @@ int cmd_layout(const std::vector<std::string>& args) {
   if (!docs.empty()) std::cout << "Documents: " << docs.describe() << "\n";
   std::size_t pos_w = 27;  // the positions column: as wide as its longest entry
   for (int r = 0; r < C; ++r) pos_w = std::max(pos_w, positions_text(L.positions(r)).size() + 1);
-  std::cout << "\nrank  chunks  " << pad("positions", pos_w) << "chunk blocks  visible pairs  ring blocks\n";
+  std::cout << "\nrank  chunks  " << pad("positions", pos_w) << "visible pairs  chapter: t x t  chapter: ring\n";
   for (int r = 0; r < C; ++r) {
     std::cout << std::left << std::setw(6) << r << std::setw(8) << (chunk_grid ? chunks_text(L.chunks(r)) : "-")
-              << pad(positions_text(L.positions(r)), pos_w) << std::setw(14)
-              << (notebook ? (std::ostringstream() << blocks[r]).str() : "-") << std::setw(15) << pairs[r] << ring[r]
-              << "\n";
+              << pad(positions_text(L.positions(r)), pos_w) << std::setw(15) << pairs[r] << std::setw(15)
+              << (notebook ? (std::ostringstream() << blocks[r]).str() : "-") << ring[r] << "\n";
   }
+  std::cout << "visible pairs: query-key pairs the mask lets through, per (batch, head): cpsim's unit of work.\n";
   if (notebook)
-    std::cout << "chunk blocks: t x t blocks, a diagonal one counting 1/2; visible pairs: query-key pairs the causal\n"
-                 "mask lets through, per head; ring blocks: the ring's attention calls (a rank's queries x one rank's "
-                 "keys)\n";
+    std::cout << "The handbook chapter's counts, from them: t x t = its balance program's blocks, a diagonal one\n"
+                 "counting 1/2: a chunk c holds c t^2 + t(t+1)/2 pairs, so (pairs - t) / t^2 for two chunks;\n"
+                 "ring = its ring program's blocks computed, a rank's queries x one rank's keys\n";
   else
-    std::cout << "chunk blocks: only for the causal mask on 2C chunks; visible pairs: query-key pairs the mask lets\n"
-                 "through, per head; ring blocks: the ring's attention calls (a rank's queries x one rank's keys)\n";
+    std::cout << "The handbook chapter's counts: t x t only for the causal mask on 2C chunks; ring = its ring\n"
+                 "program's blocks computed, a rank's queries x one rank's keys\n";
   std::cout << std::right << "\nimbalance (max/mean visible pairs): " << fixed2(imbalance(pairs)) << "\n";
 
   // 2. The ring's steps: at step i rank r holds the K/V of rank r - i; each step lasts as long as its busiest rank.
   if (C > 1 && C <= kMaxStepColumns) {
-    std::cout << "\nWork per ring step (visible pairs per head; at step i rank r holds the K/V of rank r-i):\n"
+    std::cout << "\nWork per ring step (visible pairs per (batch, head); at step i rank r holds the K/V of rank r-i):\n"
               << "rank      ";
     for (int i = 0; i < C; ++i) std::cout << std::left << std::setw(9) << ("step " + std::to_string(i));
     std::cout << "total\n";
@@ -202,7 +202,7 @@ int cmd_layout(const std::vector<std::string>& args) {
   // 3. Every sharding under the same mask (the name column as wide as the longest name).
   int name_w = 28;
   for (const ShardingWork& w : side) name_w = std::max(name_w, static_cast<int>(w.name.size()) + 2);
-  std::cout << "\nShardings side by side (visible pairs per head, " << mask.describe() << "):\n"
+  std::cout << "\nShardings side by side (visible pairs per (batch, head), " << mask.describe() << "):\n"
             << std::left << std::setw(name_w) << "sharding";
   const bool per_rank_columns = C <= kMaxRankColumns;
   if (per_rank_columns)

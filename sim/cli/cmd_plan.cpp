@@ -14,7 +14,7 @@ namespace cpsim::cli {
 namespace {
 
 std::string gib(std::int64_t bytes) {
-  return fixed(static_cast<double>(bytes) / 1e9, 1);
+  return fixed(static_cast<double>(bytes) / (1 << 30), 1);
 }
 
 void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_t top) {
@@ -24,7 +24,8 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
             << ", S=" << size_label(p.seq) << ", B=" << p.batch << ", " << dtype_name(p.dtype) << ", "
             << (p.causal ? "causal" : "full") << ", " << (spec.backward ? "forward + backward" : "forward") << "\n"
             << "on " << p.ranks << " ranks of " << m.name << " (" << m.nodes_for(p.ranks) << " node(s) of "
-            << m.ranks_per_node << ", " << fixed(m.memory_gb, 0) << " GB per GPU)";
+            << m.ranks_per_node << ", " << fixed(m.memory_gb * 1e9 / (1 << 30), 1) << " GiB per GPU, sold as "
+            << fixed(m.memory_gb, 0) << " GB)";
   if (spec.layers > 0)
     std::cout << "; activations of " << spec.layers << " layers of hidden size " << spec.hidden << " counted";
   std::cout << "\n"
@@ -37,8 +38,8 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
     const std::size_t n = std::min(top, plan.fits.size());
     std::cout << "The " << n << " fastest that fit (memory per GPU: attention buffers"
               << (spec.layers > 0 ? " + activations" : "") << "):\n";
-    std::cout << pad("#", 3) << "  " << left("candidate", 34) << pad("time ms", 11) << pad("exposed ms", 12)
-              << pad("memory GB", 11) << pad("efficiency", 12) << "\n";
+    std::cout << pad("#", 3) << "  " << left("candidate", 34) << pad("time ms", 11) << pad("wait ms", 12)
+              << pad("memory GiB", 11) << pad("efficiency", 12) << "\n";
     for (std::size_t i = 0; i < n; ++i) {
       const model::PlanEntry& e = plan.fits[i];
       std::cout << pad(std::to_string(i + 1), 3) << "  " << left(e.candidate.label, 34)

@@ -158,14 +158,14 @@ struct Printer {
     table("Forward time (ms)", Value::forward, 2, 0);
     if (spec.backward) {
       table("Forward + backward time (ms)", Value::total, 2, 1);
-      table("Communication not hidden, slowest rank, forward + backward (ms)", Value::exposed, 2, -1);
+      table("Wait (communication not hidden), slowest rank, forward + backward (ms)", Value::exposed, 2, -1);
     }
     table("Peak memory per GPU (GiB)", Value::memory, 1, -1, true);
     table(std::string("Efficiency: one GPU's time on the whole sequence / (C x time), ") +
               (spec.backward ? "forward + backward" : "forward"),
           Value::efficiency, 2, -1);
-    std::cout << "* fastest in the row;  ! more than the " << fixed(m.memory_gb, 0) << " GB ("
-              << fixed(m.memory_gb * 1e9 / (1 << 30), 1) << " GiB) a GPU holds\n";
+    std::cout << "* fastest in the row;  ! more than the " << fixed(m.memory_gb * 1e9 / (1 << 30), 1)
+              << " GiB (sold as " << fixed(m.memory_gb, 0) << " GB) a GPU holds\n";
     std::set<std::string> reasons;
     for (const Cell& c : t.cells)
       if (!c.valid) reasons.insert(c.why_not);
@@ -251,7 +251,9 @@ struct Printer {
   }
 };
 
-// One modeled run as a RunResult, so the trace writer and the visualizer take it like a measured one:
+}  // namespace
+
+// One modeled run as a RunResult (model_options.hpp):
 //   1. count the unchanged strategy code, keeping every attention op's positions
 //   2. replay it on the machine with the clock's tracing on: each rank's events on modeled time
 //   3. each rank's report: its spans, the modeled Recorder, and the peak memory the counting run measured
@@ -276,6 +278,8 @@ RunResult modeled_run(const Problem& base, const model::StrategyChoice& c, const
   r.wall_ms = run.total_us / 1e3;
   return r;
 }
+
+namespace {
 
 int cmd_predict(const std::vector<std::string>& args) {
   po::options_description desc("cpsim predict: modeled times of every strategy on a machine model (docs/model.md)");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "sim/cli/cli.hpp"
+#include "sim/cli/model_options.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/os/output_folder.hpp"
@@ -70,6 +71,21 @@ void dump(const std::string& dir, const RunResult& r) {
   folder.commit();
 }
 
+// A measured run of a small shape is mostly thread scheduling on this machine's cores (docs/visualizer.md), so
+// `--html` draws beside it the same run on the machine model, cpsim predict's default machine: its trace, or empty
+// where the model does not take the run (a mask, more ranks than the model allows), and the page then names the
+// command instead.
+constexpr const char* kBesideMachine = "h100-sxm-8";
+std::string modeled_beside(const RunConfig& cfg) {
+  try {
+    validate_model_problem(cfg.problem, cfg.strategy);
+    const model::Machine m = model::load_machine(kBesideMachine);
+    return trace_json(modeled_run(cfg.problem, {cfg.strategy, cfg.problem.a2a}, m, cfg.backward));
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description desc("cpsim run: context-parallel attention on simulated ranks, checked against one process");
   ProblemOptions opts;
@@ -83,9 +99,10 @@ int cmd_run(const std::vector<std::string>& args) {
       "(Chrome trace JSON: opens in visualizer/index.html, Perfetto, chrome://tracing)")(
       "html", po::value(&html_path),
       "write the visualizer with this run inlined: one HTML file that opens with a "
-      "double-click")("bench-json", po::value(&bench_path),
-                      "with --html: also inline this output of "
-                      "`cpsim bench strategies --json` (the benchmark charts)")(
+      "double-click; without --compare the same run modeled on h100-sxm-8 is drawn beside it")(
+      "bench-json", po::value(&bench_path),
+      "with --html: also inline this output of "
+      "`cpsim bench strategies --json` (the benchmark charts)")(
       "compare", po::value(&compare_path),
       "with --html: also inline this trace (`cpsim run --trace` or `cpsim "
       "predict --trace`); its timeline is drawn under this run's");
@@ -111,7 +128,9 @@ int cmd_run(const std::vector<std::string>& args) {
   if (r.ranks.empty()) return 0;  // another rank of an MPI job: rank 0 reports
   if (!dump_dir.empty()) dump(dump_dir, r);
   if (!trace_path.empty()) write_trace(trace_path, r);
-  if (!html_path.empty()) write_html(html_path, r, bench, compare);
+  // With --html and no --compare, the page draws the same run modeled beside the measured one.
+  const std::string beside = html_path.empty() || !compare.empty() ? "" : modeled_beside(cfg);
+  if (!html_path.empty()) write_html(html_path, r, bench, compare.empty() ? beside : compare);
   if (vm.count("json")) {
     JsonWriter j;
     write_json(j, r);
@@ -122,7 +141,11 @@ int cmd_run(const std::vector<std::string>& args) {
                                      << " as .npy into " << dump_dir << "\n";
     if (!trace_path.empty())
       std::cout << "\nWrote the trace to " << trace_path << " (open it in visualizer/index.html)\n";
-    if (!html_path.empty()) std::cout << "\nWrote the visualizer page to " << html_path << " (open it in a browser)\n";
+    if (!html_path.empty())
+      std::cout << "\nWrote the visualizer page to " << html_path << " (open it in a browser)"
+                << (beside.empty() ? ""
+                                   : ", with the same run modeled on " + std::string(kBesideMachine) + " beside it")
+                << "\n";
   }
   return r.check.ran && !r.check.passed ? 1 : 0;
 }

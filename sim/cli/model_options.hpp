@@ -8,6 +8,8 @@
 #include "sim/cli/cli.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/model/machine.hpp"
+#include "sim/model/predict.hpp"
+#include "sim/runtime/run.hpp"
 #include "sim/strategies/strategy.hpp"
 
 namespace cpsim::cli {
@@ -34,5 +36,9 @@ Problem model_problem(const ModelShapeOptions& o, const po::variables_map& vm, u
 std::int64_t parse_seq(const std::string& flag, const std::string& text);
 // validate() with its fixes in the words of predict's and plan's flags.
 void validate_model_problem(const Problem& p, StrategyKind kind);
+
+// One modeled run as a RunResult (cmd_predict.cpp), so the trace writer and the visualizer take it like a measured
+// one: the unchanged strategy code counted, then replayed on the machine with its events on modeled time.
+RunResult modeled_run(const Problem& base, const model::StrategyChoice& c, const model::Machine& m, bool backward);
 
 }  // namespace cpsim::cli

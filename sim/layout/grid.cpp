@@ -68,7 +68,7 @@ std::string draw_grid(const Grid& grid) {
       else if (c.rank < 0)
         os << pad("");
       else
-        os << pad(std::to_string(c.rank) + (c.diagonal ? "\\" : ""));
+        os << pad((c.ranks > 1 ? std::string("*") : std::to_string(c.rank)) + (c.diagonal ? "\\" : ""));
     }
     os << "\n";
   }

@@ -1,6 +1,7 @@
 // The attention grid drawn in the terminal: rows are query cells, columns key cells (the 2C chunks of a causal
 // grid). Each cell shows the rank that computes it ("3" for a block the mask shows whole, "3\" for one it covers in
-// part, as on the causal diagonal), "." for a masked block and " " for a visible block nobody computes at the step
+// part, as on the causal diagonal), "*" for a block several ranks compute (each for its own heads: Ulysses, the
+// hybrid's all-to-all groups), "." for a masked block and " " for a visible block nobody computes at the step
 // shown. grid_legend says so in words, under the grid.
 //
 //          k0 k1 k2 k3
@@ -20,6 +21,7 @@ struct GridCell {
   int rank = -1;          // -1: not computed (shown blank when visible, "." when masked)
   bool diagonal = false;  // partly masked (on the causal diagonal, at a document bound, at a window's edge)
   bool masked = false;    // no pair of the block is visible
+  int ranks = 0;          // how many ranks compute it (more than one: shown "*", each computes its own heads)
 };
 using Grid = std::vector<std::vector<GridCell>>;  // [query cell][key cell]
 

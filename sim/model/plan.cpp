@@ -40,9 +40,9 @@ std::int64_t activation_bytes(const PlanSpec& spec) {
 
 namespace {
 
-std::string gb(double bytes) {
+std::string gib(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1 << 30));
   return buf;
 }
 
@@ -91,11 +91,11 @@ Plan plan(const PlanSpec& spec) {
     PlanEntry e{c, cell, act};
     if (static_cast<double>(e.total_bytes()) > limit) {
       refuse(c,
-             "needs " + gb(static_cast<double>(e.total_bytes())) +
-                 (act > 0 ? " (attention " + gb(static_cast<double>(cell.peak_bytes)) + " + activations " +
-                                gb(static_cast<double>(act)) + ")"
+             "needs " + gib(static_cast<double>(e.total_bytes())) +
+                 (act > 0 ? " (attention " + gib(static_cast<double>(cell.peak_bytes)) + " + activations " +
+                                gib(static_cast<double>(act)) + ")"
                           : "") +
-                 ", more than the " + gb(limit) + " a GPU holds",
+                 ", more than the " + gib(limit) + " a GPU holds",
              "");
       continue;
     }

@@ -83,7 +83,7 @@ std::string format_report(const RunResult& r) {
   std::size_t pos_w = 19;  // wide enough for the longest positions text, and at least the header's width
   for (const RankReport& rk : r.ranks) pos_w = std::max(pos_w, rk.positions.text().size() + 1);
   os << "rank  " << pad("positions", pos_w) << "fwd pairs    " << (cfg.backward ? "bwd pairs    " : "")
-     << "sent        received    peak held   fwd ms   " << (cfg.backward ? "bwd ms   " : "") << "idle ms\n";
+     << "sent        received    peak held   fwd ms   " << (cfg.backward ? "bwd ms   " : "") << "wait ms\n";
   for (const RankReport& rk : r.ranks) {
     const Recorder& s = rk.stats;
     os << pad(std::to_string(rk.rank), 6) << pad(rk.positions.text(), pos_w)
@@ -96,8 +96,8 @@ std::string format_report(const RunResult& r) {
     os << fmt("%.2f", s.idle_us() / 1000.0) << "\n";
   }
   os << "pairs: visible query-key pairs x heads x batch, the unit cpsim counts work in\n"
-     << "idle ms: time spent waiting on communication; part of " << (cfg.backward ? "fwd ms and bwd ms" : "fwd ms")
-     << " (and of the set-up), not added\n";
+     << "wait ms: time stopped waiting for a transfer or a collective; part of "
+     << (cfg.backward ? "fwd ms and bwd ms" : "fwd ms") << " (and of the set-up), not added\n";
   os << "\nCalls per rank:\n";
   for (const RankReport& rk : r.ranks) os << "  rank " << rk.rank << ": " << calls_text(rk.stats.comm_counts()) << "\n";
 

@@ -169,6 +169,7 @@ Grid step_grid(const StepFrame& f, const SeqLayout& L, const Mask& mask) {
       pairs[static_cast<std::size_t>(qc)][static_cast<std::size_t>(kc)] = v;
       g[static_cast<std::size_t>(qc)][static_cast<std::size_t>(kc)].masked = v == 0;
     }
+  std::vector<std::vector<int>> last(static_cast<std::size_t>(n), std::vector<int>(n, -1));  // last rank counted
   for (const RankStep& rs : f.ranks)
     for (const BlockDone& b : rs.blocks) {
       if (b.kind == BlockKind::skipped) continue;
@@ -177,6 +178,9 @@ Grid step_grid(const StepFrame& f, const SeqLayout& L, const Mask& mask) {
           const std::int64_t v = pairs[static_cast<std::size_t>(qc)][static_cast<std::size_t>(kc)];
           if (v == 0) continue;
           GridCell& cell = g[static_cast<std::size_t>(qc)][static_cast<std::size_t>(kc)];
+          int& seen = last[static_cast<std::size_t>(qc)][static_cast<std::size_t>(kc)];
+          if (seen != rs.rank) ++cell.ranks;  // f.ranks is in rank order: a rank's blocks come together
+          seen = rs.rank;
           if (cell.rank < 0 || rs.rank < cell.rank) cell.rank = rs.rank;
           cell.diagonal = v < t * t;
         }
@@ -232,12 +236,18 @@ std::vector<std::string> frame_pages(const StepFrame& f, const RunResult& r, int
   if (computed && has_chunk_grid(L) && 2 * L.ranks() <= 16) {
     grid.push_back("  chunks computed at this step (rows: query chunks, columns: key chunks):");
     const Mask mask = r.config.problem.mask();
-    std::istringstream cells(draw_grid(step_grid(f, L, mask))),
+    const Grid g = step_grid(f, L, mask);
+    std::istringstream cells(draw_grid(g)),
         legend(grid_legend("computes the block", true, "  ", !mask.plain() || !mask.causal()));
     for (std::string line; std::getline(cells, line);) grid.push_back("    " + line);
     for (std::string line; std::getline(legend, line);) grid.push_back(line);
-    if (shared_cells(f, L))
-      grid.push_back("  (a cell several ranks compute, each for its own heads, shows the lowest)");
+    if (shared_cells(f, L)) {
+      bool every = true;  // every computed cell computed by every rank (Ulysses)
+      for (const auto& row : g)
+        for (const GridCell& c : row) every = every && (c.rank < 0 || c.ranks == L.ranks());
+      grid.push_back(every ? "  * = every rank computes the block, each for its own heads"
+                           : "  * = several ranks compute the block, each for its own heads");
+    }
   }
 
   // 4. Pages of at most max_lines lines: the table's rank groups, the notes and the grid each kept whole.

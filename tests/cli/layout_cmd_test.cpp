@@ -17,13 +17,15 @@ TEST_CASE("cpsim layout prints the zigzag chunks and the flat work table") {
 TEST_CASE("cpsim layout names its units and puts a legend under the grid, the mask's own under a mask grid") {
   const auto causal = run_cli("layout --ranks 2 --seq 8", "layout_legend1");
   CHECK(causal.rc == 0);
-  CHECK(causal.out.find("chunk blocks: t x t blocks, a diagonal one counting 1/2") != std::string::npos);
+  CHECK(causal.out.find("visible pairs: query-key pairs the mask lets through, per (batch, head): cpsim's unit of "
+                        "work.") != std::string::npos);
+  CHECK(causal.out.find("t x t = its balance program's blocks, a diagonal one\ncounting 1/2") != std::string::npos);
   CHECK(causal.out.find("legend: r = rank r owns the query chunk  r\\ = on the diagonal, partly masked") !=
         std::string::npos);
   CHECK(causal.out.find(". = masked (keys after queries)") != std::string::npos);
   const auto docs = run_cli("layout --ranks 2 --seq 16 --docs 8,8", "layout_legend2");
   CHECK(docs.rc == 0);
-  CHECK(docs.out.find("chunk blocks: only for the causal mask on 2C chunks") != std::string::npos);
+  CHECK(docs.out.find("t x t only for the causal mask on 2C chunks") != std::string::npos);
   CHECK(docs.out.find("Grid under the mask (rows: query cells, columns: key cells, 2 tokens each):") !=
         std::string::npos);
   CHECK(docs.out.find("legend: r = rank r owns the query cell   r\\ = the mask covers it in part") !=

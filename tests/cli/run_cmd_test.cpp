@@ -36,6 +36,18 @@ TEST_CASE("cpsim run --dump writes NumPy files of the inputs and outputs") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("cpsim run --html draws the same run modeled on 8 H100s beside the measured one") {
+  const std::string page = std::string(CPSIM_BINARY_DIR) + "/tests/run_beside.html";
+  const auto r = run_cli("run --strategy ring --ranks 4 --seq 64 --html " + page, "run_beside");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("with the same run modeled on h100-sxm-8 beside it") != std::string::npos);
+  const std::string html = cpsim::test::slurp(page);
+  const auto at = html.find("id=\"cpsim-compare\"");
+  REQUIRE(at != std::string::npos);
+  CHECK(html.find("\"machine\":\"h100-sxm-8\"", at) != std::string::npos);
+  std::filesystem::remove(page);
+}
+
 TEST_CASE("impossible configurations exit 2 with one line and write no file") {
   const std::string dir = std::string(CPSIM_BINARY_DIR) + "/tests/dump_bad";
   std::filesystem::remove_all(dir);

@@ -23,6 +23,22 @@ TEST_CASE("chunk blocks: contiguous grows as 4r+2, zigzag is flat at 2C, for C i
   }
 }
 
+TEST_CASE("the chapter's counts follow from the visible pairs: t x t blocks (pairs - t)/t^2, ring blocks r + 1") {
+  for (int C : {2, 4, 8})
+    for (Sharding sh : {Sharding::contiguous, Sharding::zigzag}) {
+      const std::int64_t t = 3, s = 2 * t;
+      const SeqLayout L(C, 2 * C * t, sh);
+      const auto pairs = visible_pairs_per_rank(L);
+      const auto blocks = chunk_blocks(L);
+      const auto ring = ring_blocks(L);
+      for (int r = 0; r < C; ++r) {
+        CHECK(blocks[r] == doctest::Approx(double(pairs[r] - t) / double(t * t)));       // cmd_layout's footnote
+        if (sh == Sharding::contiguous) CHECK(pairs[r] == r * s * s + s * (s + 1) / 2);  // lesson 3: r+1 blocks
+        if (sh == Sharding::contiguous) CHECK(ring[r] == r + 1);
+      }
+    }
+}
+
 TEST_CASE("a ring over contiguous sharding computes r+1 blocks on rank r, zigzag computes C everywhere") {
   CHECK(ring_blocks(SeqLayout(4, 64, Sharding::contiguous)) == std::vector<int>{1, 2, 3, 4});
   for (int C : {2, 4, 8}) {

@@ -67,7 +67,7 @@ TEST_CASE("cpsim plan counts activations when given layers and a hidden size, an
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("Nothing fits") != std::string::npos);
   CHECK(r.out.find("ring: needs ") != std::string::npos);
-  CHECK(r.out.find("more than the 80.0 GB a GPU holds") != std::string::npos);
+  CHECK(r.out.find("more than the 74.5 GiB a GPU holds") != std::string::npos);
   const auto more = run_cli(
       "plan --machine h100-ib --ranks 64 --heads 32 --kv-heads 8 --seq 1M --layers 32 --hidden 4096", "plan_act64");
   REQUIRE(more.rc == 0);

@@ -68,17 +68,48 @@ function emptyView(section, what) {
       document.createTextNode(' and open it here (Open files\u2026 or drop it on the page) to see ' + what + '.'));
 }
 
+// A measured run of a small shape (under 10 million visible pairs on its busiest rank: milliseconds of compute)
+// shows mostly how the operating system scheduled the rank threads on this machine's cores, not the algorithm.
+// Said above the timeline, with the modeled run (cpsim predict, the same program on a machine model) beside it or
+// the command that draws it. The shape decides, not the measured time, so the page says the same on any machine.
+const SMALL_PAIRS = 1e7;
+function measuredNote(section) {
+  const measured = [state.trace, state.compare].filter((m) => m && !m.cfg.machine);
+  const modeled = [state.trace, state.compare].find((m) => m && m.cfg.machine);
+  const busiest = (m) => Math.max(...m.ranks.map((rk) => Object.values(rk.stats.work || {})
+                                                          .reduce((a, w) => a + (w.pairs || 0), 0)));
+  if (!measured.length || busiest(measured[0]) >= SMALL_PAIRS) return;
+  const c = measured[0].cfg;
+  const p = ns.html('div', {class: 'stats-note', 'data-note': 'measured-small'}, section);
+  p.appendChild(document.createTextNode(
+      'The measured run (' + describe(measured[0]) + ') took ' + ns.fmtMs(measured[0].run.wall_ms || 0) +
+      ': at this size its timeline is mostly thread scheduling on this machine (a wait can be a rank whose thread ' +
+      'was not running yet), not the algorithm. '));
+  if (modeled) {
+    p.appendChild(document.createTextNode('The modeled run (' + describe(modeled) + ') is drawn beside it: the ' +
+                                          'same program on a machine model, where each wait is a transfer.'));
+  } else {
+    p.appendChild(document.createTextNode('To see the modeled timeline beside it, save this run with --trace and ' +
+                                          'run '));
+    ns.html('code', {}, p, 'cpsim predict --ranks ' + c.ranks + ' --seq 16K --strategies ' + c.strategy +
+                               (c.strategy === 'hybrid' ? ':' + c.a2a : '') + ' --html both.html --compare run.json');
+  }
+}
+
 function draw(view) {
   const section = document.getElementById('view-' + view);
   if (view === 'bench')
     ns.renderBench(section, state.bench);
   else if (!state.trace)
     emptyView(section, {timeline: 'the timeline', grid: 'the attention grid', stats: 'the per-rank totals'}[view]);
-  else if (view === 'timeline' && !state.compare)
-    ns.renderTimeline(section, state.trace, state.timeline);
-  else if (view === 'timeline') {
+  else if (view === 'timeline' && !state.compare) {
+    ns.clear(section);
+    measuredNote(section);
+    ns.renderTimeline(ns.html('div', {class: 'timeline-main'}, section), state.trace, state.timeline);
+  } else if (view === 'timeline') {
     // Two runs, one above the other, each on its own time axis (a modeled run's are GPU milliseconds).
     ns.clear(section);
+    measuredNote(section);
     ns.html('div', {class: 'compare-head'}, section, describe(state.trace));
     ns.renderTimeline(ns.html('div', {class: 'timeline-main'}, section), state.trace, state.timeline);
     ns.html('div', {class: 'compare-head'}, section, 'Compared with: ' + describe(state.compare));

@@ -19,13 +19,18 @@ function barChart(parent, id, title, series, fmt, stacked, balanceOf, balanceTex
   const C = series[0].values.length;
   const totals = [...Array(C).keys()].map(
       (r) => (stacked ? series.reduce((s, x) => s + x.values[r], 0) : Math.max(...series.map((x) => x.values[r]))));
-  const top = Math.max(...totals, 1e-12);
-  const svg = ns.svg('svg', {width: W, height: H, 'data-bars': C}, box);
+  const tallest = Math.max(...totals, 1e-12);
+  // The axis ends on a tick at or above the tallest bar: one more step when the round ticks stop below it.
+  const tks = ticks ? ticks(tallest, 4) : ns.ticks(0, tallest, 4);
+  if (tks.length > 1 && tks[tks.length - 1] < tallest)
+    tks.push(+(tks[tks.length - 1] + (tks[1] - tks[0])).toPrecision(12));
+  const top = Math.max(tks[tks.length - 1], tallest);
+  const svg = ns.svg('svg', {width: W, height: H, 'data-bars': C, 'data-axis-top': top}, box);
   ns.svg('text', {x: M.left, y: 10, class: 'title'}, svg, title);
   const plotH = H - M.top - M.bottom - 8, plotW = W - M.left - M.right;
   const y = (v) => M.top + 8 + plotH - (v / top) * plotH;
   const axis = ns.svg('g', {class: 'axis'}, svg);
-  for (const t of ticks ? ticks(top, 4) : ns.ticks(0, top, 4)) {
+  for (const t of tks) {
     ns.svg('line', {x1: M.left, x2: W - M.right, y1: y(t), y2: y(t)}, axis);
     ns.svg('text', {x: M.left - 6, y: y(t) + 4, 'text-anchor': 'end'}, axis, fmt(t));
   }
@@ -89,7 +94,7 @@ ns.renderStats = function(section, model) {
       grid, 'memory', 'Peak memory held on the device', [{label: 'peak', color: '#59a14f', values: peak}], ns.fmtBytes,
       true, peak, 'memory imbalance', ns.byteTicks);
   const time = ['compute', 'comm', 'idle'].map((lane, k) => ({
-                                                 label: ['computing', 'in communication calls', 'idle (waiting)'][k],
+                                                 label: ['computing', 'in communication calls', 'wait'][k],
                                                  color: ['#3f7cc0', '#e8862a', '#b9c0c8'][k],
                                                  values: per((s, rk) => ns.laneTime(rk, lane) / 1000),
                                                }));
@@ -100,6 +105,6 @@ ns.renderStats = function(section, model) {
   note.appendChild(document.createTextNode(
       'Imbalance is the largest rank\'s value over the mean: 1.00 means every ' +
       'rank carries the same load; the slowest rank sets the pace. Blocking collectives count as both communication ' +
-      'and idle time, since the rank waits inside them. Run wall time ' + ns.fmtMs(model.run.wall_ms || 0) + '.'));
+      'and wait, since the rank waits inside them (docs/concepts.md: wait). Run wall time ' + ns.fmtMs(model.run.wall_ms || 0) + '.'));
 };
 })(window.cpsim);

@@ -1,4 +1,4 @@
-// The timeline: one row per rank with four lanes (phase/step, compute, communication, idle), step boundaries as
+// The timeline: one row per rank with four lanes (phase/step, compute, communication, wait), step boundaries as
 // dashed lines, zoom with the wheel or the buttons, pan by dragging, a click on a step zooms to it.
 'use strict';
 (function(ns) {
@@ -26,7 +26,7 @@ function legend(parent) {
   for (const k of ['diagonal', 'full', 'half-kv', 'half-q']) ns.legendItem(lg, KIND_COLORS[k], 'compute: ' + k);
   ns.legendItem(lg, 'var(--comm-p2p)', 'send / recv');
   ns.legendItem(lg, 'var(--comm-coll)', 'collective');
-  ns.legendItem(lg, 'var(--idle)', 'idle (waiting)');
+  ns.legendItem(lg, 'var(--idle)', 'wait');
   const step = ns.html('span', {class: 'item'}, lg);
   const s = ns.svg('svg', {width: 16, height: 12}, step);
   ns.svg('line', {x1: 8, x2: 8, y1: 0, y2: 12, class: 'step-line'}, s);
@@ -120,7 +120,7 @@ ns.renderTimeline = function(section, model, state, suffix = '') {
         rows);
     ns.svg('rect', {x: 0, y: y0 - 3, width: width, height: rowH + 6, fill: r2bg(rk.rank)}, g);
     ns.svg('text', {x: 8, y: y0 + 14, class: 'rank-label'}, g, 'rank ' + rk.rank);
-    const ys = {}, lanes = ['steps', 'compute', 'comm', 'idle'], names = ['step', 'compute', 'comm', 'idle'];
+    const ys = {}, lanes = ['steps', 'compute', 'comm', 'idle'], names = ['step', 'compute', 'comm', 'wait'];
     let y = y0;
     lanes.forEach((l, i) => {
       ys[l] = y;
@@ -170,7 +170,23 @@ ns.renderTimeline = function(section, model, state, suffix = '') {
       ns.svg('line', {x1: x(e.ts), x2: x(e.ts), y1: y0 - 3, y2: y0 + rowH + 3, class: 'step-line'}, body);
     }
     for (const e of rk.lanes.compute.filter(visible)) rect(e, 'compute', KIND_COLORS[e.args.kind] || KIND_COLORS.full);
-    for (const e of rk.lanes.comm.filter(visible)) rect(e, 'comm', commColor(e));
+    // Transfers that overlap (an isend beside its irecv) or abut (one step's after the last) would merge into one
+    // bar: each goes on the first of a few sub-rows free at its start, outlined, so every transfer shows apart.
+    const comm = rk.lanes.comm.filter(visible).slice().sort((a, b) => a.ts - b.ts);
+    const ends = [];
+    const rowOf = comm.map((e) => {
+      let k = ends.findIndex((end) => end < e.ts);
+      if (k < 0) k = ends.length < 3 ? ends.length : ends.indexOf(Math.min(...ends));
+      ends[k] = e.ts + e.dur;
+      return k;
+    });
+    const subH = L.comm / Math.max(1, ends.length);
+    comm.forEach((e, i) => {
+      const outline = x(e.ts + e.dur) - x(e.ts) > 4 ? {stroke: '#fff', 'stroke-width': 0.8} : {};
+      const el = rect(e, 'comm', commColor(e), Object.assign({'data-subrow': rowOf[i]}, outline));
+      el.setAttribute('y', ys.comm + rowOf[i] * subH);
+      el.setAttribute('height', subH);
+    });
     for (const e of rk.lanes.idle.filter(visible)) rect(e, 'idle', 'var(--idle)');
   }
   const r2bg = (r) => (r % 2 ? '#fbfcfd' : '#fff');
