@@ -60,6 +60,8 @@ bool parse_options(int argc, char** argv, const std::string& title, unsigned fla
   po::variables_map vm;
   if (!cli::parse_program(argv[0], desc, std::vector<std::string>(argv + 1, argv + argc), vm)) return false;
   cli::apply_problem_options(values, vm, shape, o.config);
+  // A --trace path that cannot be written is refused now (exit 2), as `cpsim run` does, not after the lesson ran.
+  if (!o.trace_file.empty()) check_output_file("trace", o.trace_file);
   if (o.config.backend == Backend::mpi && launcher_rank() >= 0) {
     // Under mpirun rank 0 tells the lesson; the other processes only take part in its runs (mpi_runs.hpp).
     if (launcher_rank() > 0) {

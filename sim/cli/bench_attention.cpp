@@ -15,8 +15,10 @@
 
 #include "sim/cli/cli.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/host_memory.hpp"
 #include "sim/core/json.hpp"
 #include "sim/core/random.hpp"
+#include "sim/core/sizes.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/eigen.hpp"
 #include "sim/kernels/single_run.hpp"
@@ -84,6 +86,26 @@ Point measure(std::int64_t S, std::int64_t D, std::int64_t heads, DType dtype, i
   return pt;
 }
 
+// What one point holds at once, at most: the problem's q, k, v, dout as doubles (attention_problem), the device's
+// q, k, v, out, dout, dq, dk, dv and two lse-sized rows (run_single_device), and out, dq, dk, dv read back as
+// doubles: fewer than 16 tensors of [S, N, D] values of 8 bytes; and the GEMM's three t x t operands. A point past
+// what this machine has left (sim/core/host_memory.hpp) is refused before anything is allocated, not ended in
+// std::bad_alloc; sizes past what one process can address are refused by tensor_bytes.
+void check_point_memory(std::int64_t S, std::int64_t D, std::int64_t heads, int tile) {
+  const std::int64_t tensor = tensor_bytes("q", {{"S", S, "seq"}, {"N", heads, ""}, {"D", D, "head-dim"}}, 8, "f64");
+  const std::int64_t gemm = tensor_bytes("the GEMM's P", {{"t", tile, "tile"}, {"t", tile, "tile"}}, 8, "f64");
+  const std::int64_t need = total_bytes("bench attention at S=" + std::to_string(S) + ", D=" + std::to_string(D),
+                                        {tensor, tensor, tensor, tensor, tensor, tensor, tensor, tensor, tensor, tensor,
+                                         tensor, tensor, tensor, tensor, tensor, tensor, gemm, gemm, gemm});
+  const HostMemory m = host_memory();
+  const MemoryLimit& limit = m.machine.bytes <= m.process.bytes ? m.machine : m.process;
+  require(need <= limit.bytes,
+          "bench attention at S=" + std::to_string(S) + ", D=" + std::to_string(D) + " (N=" + std::to_string(heads) +
+              " heads) needs up to " + format_bytes(static_cast<double>(need)) + " of memory, more than the " +
+              format_bytes(static_cast<double>(limit.bytes)) + " available (" + limit.source + ")",
+          "use a smaller --seq or --head-dim");
+}
+
 // `--device cuda` hands the remaining arguments to `cpsim bench gpu_attention` (CUDA builds only).
 std::string take_device(std::vector<std::string>& args) {
   std::string device = "cpu";
@@ -138,10 +160,13 @@ int bench_attention(const std::vector<std::string>& all_args) {
   auto gemm = [&](std::int64_t d) {
     return dtype == DType::f32 ? gemm_gflops<float>(tile, d) : gemm_gflops<double>(tile, d);
   };
+  auto heads_at = [](std::int64_t s) { return std::max<std::int64_t>(1, 8192 / s); };  // about the same work
+  for (auto s : seqs)
+    for (auto d : dims) check_point_memory(s, d, heads_at(s), tile);  // every point, before the first runs
   std::vector<Point> points;
   for (auto s : seqs)
     for (auto d : dims) {
-      const std::int64_t heads = std::max<std::int64_t>(1, 8192 / s);  // about the same work at every length
+      const std::int64_t heads = heads_at(s);
       const double before = gemm(d);
       Point p = measure(s, d, heads, dtype, tile);
       p.gemm = (before + gemm(d)) / 2;

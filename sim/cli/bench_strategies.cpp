@@ -110,8 +110,7 @@ constexpr int kMaxReps = 1000;
 
 std::vector<std::int64_t> parse_list(const std::string& flag, const std::string& text) {
   std::vector<std::int64_t> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(parse_size64(flag, item));
+  for (const std::string& item : split_list(flag, text)) out.push_back(parse_size64(flag, item));
   require(!out.empty(), "--" + flag + " needs at least one value", "use --" + flag + " 1K,4K");
   return out;
 }
@@ -143,10 +142,7 @@ int bench_strategies(const std::vector<std::string>& args) {
   require(reps >= 1 && reps <= kMaxReps,
           "--reps must be 1 to " + std::to_string(kMaxReps) + " (got " + std::to_string(reps) + ")", "use --reps 2");
   std::vector<StrategyKind> kinds;
-  {
-    std::stringstream ss(strategies);
-    for (std::string s; std::getline(ss, s, ',');) kinds.push_back(parse_strategy(s));
-  }
+  for (const std::string& s : split_list("strategies", strategies)) kinds.push_back(parse_strategy(s));
   require(!kinds.empty(), "--strategies lists no strategy", "use --strategies ring,ulysses");
   auto listed = [&](std::initializer_list<StrategyKind> ks) {
     for (StrategyKind k : kinds)

@@ -9,6 +9,7 @@
 #include "sim/cli/cli.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/flags.hpp"
 #include "sim/core/json.hpp"
 #include "sim/layout/grid.hpp"
 #include "sim/layout/work_table.hpp"
@@ -21,6 +22,7 @@ constexpr int kMaxRankColumns = 8;            // wider tables show the max and t
 constexpr int kMaxStepColumns = 16;
 constexpr int kMaxJsonStepRanks = 64;          // per-step tables in JSON up to this C (C x C numbers each)
 constexpr std::int64_t kMaxGridCells = 32;
+constexpr std::int64_t kMaxLayoutWork = std::int64_t{1} << 24;  // C^2 x (documents + 1): ~10 s of counting
 
 // "[0, 2), [14, 16)" for ranges, the runs' own text for strided positions; long lists end in "... (N runs)".
 std::string positions_text(const Positions& p) {
@@ -50,6 +52,13 @@ std::string fixed2(double v) {
 
 std::string pad(const std::string& s, std::size_t w) {
   return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
+}
+
+// A column's width: its usual width, or its longest entry and one space.
+std::size_t width_of(const std::vector<std::string>& cells, std::size_t usual) {
+  std::size_t w = usual;
+  for (const std::string& c : cells) w = std::max(w, c.size() + 1);
+  return w;
 }
 
 std::int64_t max_of(const std::vector<std::int64_t>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
@@ -93,8 +102,29 @@ int cmd_layout(const std::vector<std::string>& args) {
   apply_problem_options(o, vm, flags, cfg);
   require(p.ranks >= 1, "the number of ranks C must be at least 1 (got C=" + std::to_string(p.ranks) + ")",
           "use --ranks 1 or more");
+  // The ring-step tables count every rank pair in every document: about C^2 (documents + 1) steps per sharding.
+  // Known from the flags, before the documents are drawn (random:K draws K lengths): with --pad-docs each listed
+  // document may add a padding run, which the mask counts as a document.
+  const std::int64_t rank_pairs = std::int64_t{p.ranks} * p.ranks,
+                     docs_n = p.docs.random > 0 ? p.docs.random
+                                                : std::max<std::int64_t>(1, static_cast<std::int64_t>(
+                                                                                p.docs.lengths.size() * (p.docs.pad ? 2 : 1)));
+  require(docs_n + 1 <= kMaxLayoutWork / rank_pairs,
+          "cpsim layout counts each of the C^2 = " + std::to_string(rank_pairs) + " rank pairs in each of the " +
+              std::to_string(docs_n) + (docs_n == 1 ? " document" : " documents") +
+              ", more than it counts in bounded time (C^2 x (documents + 1) at most " + std::to_string(kMaxLayoutWork) +
+              ")",
+          use({"fewer --ranks", "fewer documents (--docs random:" +
+                                    std::to_string(std::max<std::int64_t>(1, kMaxLayoutWork / rank_pairs - 1)) + ")"}));
   const Documents docs = p.documents();
   const Mask mask = p.mask();
+  // Every count below is a part of the whole sequence's visible pairs per head: when that fits in 64 bits, they do.
+  PairCount whole = 0;
+  const bool countable = pair_count_fits(p.seq, mask, &whole);  // before the message that names `whole` is made
+  require(countable,
+          "the " + mask.describe() + " mask lets " + count_text(whole) + " query-key pairs through per head at S=" +
+              std::to_string(p.seq) + ", more than a 64-bit count holds (9223372036854775807)",
+          use({"a smaller --seq (causal: at most 4294967295)", "--window W"}));
   const SeqLayout L = p.layout();
   const int C = p.ranks;
   const std::int64_t S = p.seq;
@@ -160,15 +190,24 @@ int cmd_layout(const std::vector<std::string>& args) {
   std::cout << "Layout: S=" << S << " tokens over C=" << C << " ranks, " << L.describe() << " sharding";
   if (chunk_grid) std::cout << " (2C=" << 2 * C << " chunks of t=" << L.chunk_len() << ")";
   std::cout << "\n";
-  if (!mask.plain() || !mask.causal()) std::cout << "Mask: " << mask.describe() << "\n";
+  if (!mask.plain() || !mask.causal()) std::cout << "Mask: " << describe_mask(mask, docs) << "\n";
   if (!docs.empty()) std::cout << "Documents: " << docs.describe() << "\n";
-  std::size_t pos_w = 27;  // the positions column: as wide as its longest entry
-  for (int r = 0; r < C; ++r) pos_w = std::max(pos_w, positions_text(L.positions(r)).size() + 1);
-  std::cout << "\nrank  chunks  " << pad("positions", pos_w) << "visible pairs  chapter: t x t  chapter: ring\n";
+  // Every column as wide as its longest entry (at least its usual width), so no two ever run together.
+  std::vector<std::string> chunks_col, pos_col, blocks_col, pairs_col;
   for (int r = 0; r < C; ++r) {
-    std::cout << std::left << std::setw(6) << r << std::setw(8) << (chunk_grid ? chunks_text(L.chunks(r)) : "-")
-              << pad(positions_text(L.positions(r)), pos_w) << std::setw(15) << pairs[r] << std::setw(15)
-              << (notebook ? (std::ostringstream() << blocks[r]).str() : "-") << ring[r] << "\n";
+    chunks_col.push_back(chunk_grid ? chunks_text(L.chunks(r)) : "-");
+    pos_col.push_back(positions_text(L.positions(r)));
+    blocks_col.push_back(notebook ? (std::ostringstream() << blocks[r]).str() : "-");
+    pairs_col.push_back(std::to_string(pairs[r]));
+  }
+  const std::size_t chunks_w = width_of(chunks_col, 8), pos_w = width_of(pos_col, 27),
+                    pairs_w = width_of(pairs_col, 15), blocks_w = width_of(blocks_col, 15);
+  std::cout << "\nrank  " << pad("chunks", chunks_w) << pad("positions", pos_w) << pad("visible pairs", pairs_w)
+            << pad("chapter: t x t", blocks_w) << "chapter: ring\n";
+  for (int r = 0; r < C; ++r) {
+    const std::size_t i = static_cast<std::size_t>(r);
+    std::cout << pad(std::to_string(r), 6) << pad(chunks_col[i], chunks_w) << pad(pos_col[i], pos_w)
+              << pad(pairs_col[i], pairs_w) << pad(blocks_col[i], blocks_w) << ring[r] << "\n";
   }
   std::cout << "visible pairs: query-key pairs the mask lets through, per (batch, head): cpsim's unit of work.\n";
   if (notebook)
@@ -182,18 +221,22 @@ int cmd_layout(const std::vector<std::string>& args) {
 
   // 2. The ring's steps: at step i rank r holds the K/V of rank r - i; each step lasts as long as its busiest rank.
   if (C > 1 && C <= kMaxStepColumns) {
+    std::vector<std::string> cells;  // every step's count, for one width that fits them all
+    for (const auto& row : steps)
+      for (std::int64_t x : row) cells.push_back(std::to_string(x));
+    const std::size_t step_w = width_of(cells, 9);
     std::cout << "\nWork per ring step (visible pairs per (batch, head); at step i rank r holds the K/V of rank r-i):\n"
               << "rank      ";
-    for (int i = 0; i < C; ++i) std::cout << std::left << std::setw(9) << ("step " + std::to_string(i));
+    for (int i = 0; i < C; ++i) std::cout << pad("step " + std::to_string(i), step_w);
     std::cout << "total\n";
     for (int r = 0; r < C; ++r) {
-      std::cout << std::left << std::setw(10) << r;
-      for (std::int64_t x : steps[r]) std::cout << std::setw(9) << x;
+      std::cout << pad(std::to_string(r), 10);
+      for (std::int64_t x : steps[r]) std::cout << pad(std::to_string(x), step_w);
       std::cout << pairs[r] << "\n";
     }
-    std::cout << std::setw(10) << "max/mean";
-    for (double x : step_imbalances(steps)) std::cout << std::setw(9) << fixed2(x);
-    std::cout << fixed2(imbalance(pairs)) << "\n" << std::right;
+    std::cout << pad("max/mean", 10);
+    for (double x : step_imbalances(steps)) std::cout << pad(fixed2(x), step_w);
+    std::cout << fixed2(imbalance(pairs)) << "\n";
   }
   if (C > 1)
     std::cout << "ring imbalance (each step's busiest rank, summed, over an even split): " << fixed2(ring_imbalance(steps))
@@ -202,14 +245,22 @@ int cmd_layout(const std::vector<std::string>& args) {
   // 3. Every sharding under the same mask (the name column as wide as the longest name).
   int name_w = 28;
   for (const ShardingWork& w : side) name_w = std::max(name_w, static_cast<int>(w.name.size()) + 2);
-  std::cout << "\nShardings side by side (visible pairs per (batch, head), " << mask.describe() << "):\n"
-            << std::left << std::setw(name_w) << "sharding";
+  std::vector<std::string> counts;  // the per-rank (or max and mean) cells, for one width that fits them all
+  for (const ShardingWork& w : side)
+    if (w.why_not.empty()) {
+      for (std::int64_t x : w.per_rank) counts.push_back(std::to_string(x));
+      counts.push_back(fixed2(mean_of(w.per_rank)));
+    }
   const bool per_rank_columns = C <= kMaxRankColumns;
+  const std::size_t count_w = width_of(counts, per_rank_columns ? 10 : 14);
+  std::cout << "\nShardings side by side (visible pairs per (batch, head), " << describe_mask(mask, docs) << "):\n"
+            << std::left << std::setw(name_w) << "sharding";
   if (per_rank_columns)
-    for (int r = 0; r < C; ++r) std::cout << std::setw(10) << ("rank " + std::to_string(r));
+    for (int r = 0; r < C; ++r) std::cout << pad("rank " + std::to_string(r), count_w);
   else
-    std::cout << std::setw(14) << "max" << std::setw(14) << "mean";
-  std::cout << std::setw(10) << "max/mean" << "ring\n";
+    std::cout << pad("max", count_w) << pad("mean", count_w);
+  std::cout << std::setw(10) << "max/mean"
+            << "ring\n";
   std::vector<std::string> reasons;
   for (const ShardingWork& w : side) {
     std::cout << std::setw(name_w) << w.name;
@@ -219,10 +270,10 @@ int cmd_layout(const std::vector<std::string>& args) {
       continue;
     }
     if (per_rank_columns)
-      for (std::int64_t x : w.per_rank) std::cout << std::setw(10) << x;
+      for (std::int64_t x : w.per_rank) std::cout << pad(std::to_string(x), count_w);
     else
-      std::cout << std::setw(14) << max_of(w.per_rank) << std::setw(14) << fixed2(mean_of(w.per_rank));
-    std::cout << std::setw(10) << fixed2(w.imbalance) << fixed2(w.ring_imbalance) << "\n";
+      std::cout << pad(std::to_string(max_of(w.per_rank)), count_w) << pad(fixed2(mean_of(w.per_rank)), count_w);
+    std::cout << pad(fixed2(w.imbalance), 10) << fixed2(w.ring_imbalance) << "\n";
   }
   std::cout << std::right;
   for (std::size_t i = 0; i < reasons.size(); ++i) std::cout << "(" << i + 1 << ") " << reasons[i] << "\n";
@@ -233,7 +284,7 @@ int cmd_layout(const std::vector<std::string>& args) {
     for (const ShardingWork& w : side) {
       if (!w.why_not.empty()) continue;
       std::cout << std::setw(name_w) << w.name;
-      for (double x : step_imbalances(w.steps)) std::cout << std::setw(8) << fixed2(x);
+      for (double x : step_imbalances(w.steps)) std::cout << pad(fixed2(x), 8);
       std::cout << "\n";
     }
     std::cout << std::right;

@@ -329,14 +329,14 @@ int cmd_predict(const std::vector<std::string>& args) {
   spec.problem = model_problem(shape, vm, kFlagSharding | kFlagKvReplicate, spec.machine);
   Problem& p = spec.problem;
   const int ranks = p.ranks;
-  for (const auto& s : vm.count("seq") ? std::vector<std::string>{seq} : split_list(seqs)) {
+  for (const auto& s : vm.count("seq") ? std::vector<std::string>{seq} : split_list("seqs", seqs)) {
     const std::int64_t n = parse_seq(vm.count("seq") ? "seq" : "seqs", s);
     require(n >= 1, "every sequence length must be at least 1 (got " + s + ")", "use --seqs 16K,32K");
     spec.seqs.push_back(n);
   }
   require(!spec.seqs.empty(), "--seqs lists no sequence length", "use --seqs 16K,32K");
   if (vm.count("strategies")) {
-    for (const auto& s : split_list(strategies)) spec.strategies.push_back(model::parse_choice(s));
+    for (const auto& s : split_list("strategies", strategies)) spec.strategies.push_back(model::parse_choice(s));
     require(!spec.strategies.empty(), "--strategies lists no strategy", "use --strategies ring,ulysses");
   } else {
     spec.strategies = model::default_choices(ranks);

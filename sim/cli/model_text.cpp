@@ -1,17 +1,8 @@
 #include "sim/cli/model_text.hpp"
 
 #include <cstdio>
-#include <sstream>
 
 namespace cpsim::cli {
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 std::string size_label(std::int64_t n) {
   if (n > 0 && n % (1 << 20) == 0) return std::to_string(n >> 20) + "M";

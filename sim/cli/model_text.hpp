@@ -6,7 +6,6 @@
 
 namespace cpsim::cli {
 
-std::vector<std::string> split_list(const std::string& s);  // "16K,32K" -> {"16K", "32K"}; empty items dropped
 std::string size_label(std::int64_t n);                     // 16384 -> "16K", 1048576 -> "1M", 1000 -> "1000"
 std::string fixed(double v, int decimals);                  // "%.*f"
 std::string pad(const std::string& s, std::size_t width);   // right-aligned in `width` columns

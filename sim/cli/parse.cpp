@@ -68,6 +68,23 @@ std::string invalid_value(const po::options_description& desc, const po::invalid
   return name + " '" + text + "' is not a number";
 }
 
+// Boost reads "-1" into an unsigned flag as 2^64 - 1 without a word: a sign on the value of an unsigned flag
+// (--seed -1) is refused here, before it is stored.
+void refuse_negative_unsigned(const po::options_description& desc, const po::parsed_options& parsed,
+                              const std::string& see) {
+  for (const po::option& opt : parsed.options) {
+    const po::option_description* o = desc.find_nothrow(opt.string_key, false);
+    const auto type = o ? number_type(*o) : std::nullopt;
+    if (!type || !type->integer || type->lo != "0") continue;
+    for (const std::string& v : opt.value) {
+      const auto first = v.find_first_not_of(" \t");
+      if (first != std::string::npos && v[first] == '-')
+        throw UsageError("--" + opt.string_key + " " + v + " must not be negative (a whole number of 0 or more); " +
+                         see);
+    }
+  }
+}
+
 // Every flag desc offers, under its own name, and the aliases.
 void offer(const po::options_description& desc, const FlagAliases& aliases) {
   std::map<std::string, std::string> names;
@@ -92,7 +109,9 @@ bool parse_program(const std::string& program, const po::options_description& de
   pos.add("stray", -1);
   const std::string see = "see `" + program + " --help`";
   try {
-    po::store(po::command_line_parser(args).options(with_stray).positional(pos).run(), vm);
+    const po::parsed_options parsed = po::command_line_parser(args).options(with_stray).positional(pos).run();
+    refuse_negative_unsigned(all, parsed, see);
+    po::store(parsed, vm);
     if (vm.count("help")) {
       std::cout << "usage: " << program << " [options]\n\n" << all << "\n";
       return false;
@@ -122,6 +141,26 @@ bool parse_program(const std::string& program, const po::options_description& de
 bool parse(const std::string& command, const po::options_description& desc, const std::vector<std::string>& args,
            po::variables_map& vm, const FlagAliases& aliases) {
   return parse_program("cpsim " + command, desc, args, vm, aliases);
+}
+
+std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0;;) {
+    const std::size_t comma = text.find(',', at);
+    out.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i].find_first_not_of(" \t") == std::string::npos) {
+      std::string kept;
+      for (const std::string& e : out)
+        if (e.find_first_not_of(" \t") != std::string::npos) kept += (kept.empty() ? "" : ",") + e;
+      throw UsageError("--" + flag + " '" + text + "' has an empty entry (entry " + std::to_string(i + 1) + " of " +
+                       std::to_string(out.size()) + "); separate the entries by single commas" +
+                       (kept.empty() ? "" : ", e.g. --" + flag + " " + kept));
+    }
+  return out;
 }
 
 std::size_t parse_size(const std::string& flag, const std::string& text) {

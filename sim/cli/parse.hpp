@@ -35,6 +35,10 @@ bool parse_program(const std::string& program, const po::options_description& de
 bool parse(const std::string& command, const po::options_description& desc, const std::vector<std::string>& args,
            po::variables_map& vm, const FlagAliases& aliases = {});
 
+// "ring,ulysses" -> {"ring", "ulysses"}: the entries of a comma list flag --`flag`. UsageError for an empty entry
+// ("ring,,ulysses", "16K,", ""), naming the flag, the entry and the list without it.
+std::vector<std::string> split_list(const std::string& flag, const std::string& text);
+
 // "64M" -> 67108864: a whole number with an optional K, M, G or T (powers of 1024). UsageError naming the flag for
 // anything else (a sign, spaces; a fraction or an exponent "is not a whole number") and "too large for a size" past
 // 2^64 - 1. Every size flag takes it: the problem table's (--seq, --batch, --heads, ...), predict's and layout's.

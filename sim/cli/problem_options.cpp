@@ -22,7 +22,7 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
   add(kFlagSharding, "sharding", &o.sharding,
       "zigzag (per document with --docs) | contiguous | striped | balanced | global-zigzag");
   add(kFlagRanks, "ranks,C", &o.ranks, "context-parallel ranks C");
-  add(kFlagA2a, "a2a", &o.a2a, "hybrid: A2A group size A (C = A x R; 0 picks 2)");
+  add(kFlagA2a, "a2a", &o.a2a, "hybrid: A2A group size A (C = A x R; left out: 2 for an even C, else 1)");
   add_switch(kFlagKvReplicate, "kv-replicate", "ulysses/hybrid: copy each KV head onto A/Nkv ranks when A > Nkv");
   add_size(kFlagBatch, "batch,B", &o.batch, "batch B");
   add_size(kFlagSeq, "seq,S", &o.seq, "sequence length S");
@@ -82,7 +82,11 @@ void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm,
   if (flags & kFlagSharding) p.sharding = parse_sharding(o.sharding);
   if (flags & kFlagRanks) p.ranks = o.ranks;
   if (flags & kFlagA2a) {
-    require(o.a2a >= 0, "--a2a must be 0 (pick) or a positive group size", "use --a2a 2");
+    // 0 is the default's "pick" (2 when C is even), never a value to give: --a2a 0 would silently run as A = 1.
+    const bool given = vm.count("a2a") > 0 && !vm["a2a"].defaulted();
+    require(o.a2a >= 1 || (o.a2a == 0 && !given),
+            "--a2a must be a positive A2A group size A, a divisor of C (got " + std::to_string(o.a2a) + ")",
+            "use --a2a 2, or leave --a2a out (an even C picks 2)");
     p.a2a = o.a2a;
   }
   if (flags & kFlagKvReplicate) p.kv_replicate = vm.count("kv-replicate") > 0;

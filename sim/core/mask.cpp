@@ -33,10 +33,11 @@ std::int64_t Mask::document_of(std::int64_t p) const {
   return std::clamp<std::int64_t>(d, 0, static_cast<std::int64_t>(b.size()) - 2);
 }
 
+// With q >= 0 and W <= 2^63 - 1, q - (W - 1) >= -(2^63 - 2) never wraps; q + (W - 1) may, so it saturates.
 std::int64_t Mask::lo(std::int64_t q) const {
   std::int64_t l = -kUnlimited;
   if (bounds_) l = (*bounds_)[static_cast<std::size_t>(document_of(q))];
-  if (window_ > 0) l = std::max(l, q - window_ + 1);
+  if (window_ > 0) l = std::max(l, q - (window_ - 1));
   return l;
 }
 
@@ -45,8 +46,8 @@ std::int64_t Mask::hi(std::int64_t q) const {
   if (bounds_) h = (*bounds_)[static_cast<std::size_t>(document_of(q)) + 1] - 1;
   if (causal_)
     h = std::min(h, q);
-  else if (window_ > 0)
-    h = std::min(h, q + window_ - 1);
+  else if (window_ > 0 && window_ - 1 <= kUnlimited - q)
+    h = std::min(h, q + (window_ - 1));
   return h;
 }
 
@@ -61,7 +62,7 @@ bool Mask::operator==(const Mask& o) const {
   return causal_ == o.causal_ && window_ == o.window_ && bounds() == o.bounds();
 }
 
-std::int64_t floor_sum(std::int64_t n_in, std::int64_t m_in, std::int64_t a_in, std::int64_t b_in) {
+PairCount floor_sum_wide(std::int64_t n_in, std::int64_t m_in, std::int64_t a_in, std::int64_t b_in) {
   using U = unsigned __int128;
   U n = static_cast<U>(n_in), m = static_cast<U>(m_in), a = static_cast<U>(a_in), b = static_cast<U>(b_in), ans = 0;
   while (n > 0) {
@@ -79,7 +80,22 @@ std::int64_t floor_sum(std::int64_t n_in, std::int64_t m_in, std::int64_t a_in, 
     b = y_max % m;
     std::swap(m, a);
   }
-  return static_cast<std::int64_t>(ans);
+  return static_cast<PairCount>(ans);
+}
+
+std::int64_t floor_sum(std::int64_t n, std::int64_t m, std::int64_t a, std::int64_t b) {
+  const PairCount s = floor_sum_wide(n, m, a, b);
+  if (s > std::numeric_limits<std::int64_t>::max()) throw Error("floor_sum: the sum does not fit in 64 bits");
+  return static_cast<std::int64_t>(s);
+}
+
+std::string count_text(PairCount n) {
+  if (n == 0) return "0";
+  const bool negative = n < 0;
+  auto u = negative ? -static_cast<unsigned __int128>(n) : static_cast<unsigned __int128>(n);
+  std::string s;
+  for (; u > 0; u /= 10) s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
+  return negative ? "-" + s : s;
 }
 
 namespace {
@@ -90,8 +106,14 @@ struct Ap {
   std::int64_t last() const { return first + (n - 1) * step; }
 };
 
-std::int64_t ceil_div(std::int64_t x, std::int64_t y) {
+// ceil(x / y) for y >= 1, in 128 bits so that x + y - 1 never wraps.
+PairCount ceil_div(PairCount x, PairCount y) {
   return x >= 0 ? (x + y - 1) / y : -((-x) / y);
+}
+
+// clamp(v, lo, hi) back into 64 bits.
+std::int64_t clamp64(PairCount v, std::int64_t lo, std::int64_t hi) {
+  return static_cast<std::int64_t>(std::clamp<PairCount>(v, lo, hi));
 }
 
 // A run of blocks is `width` interleaved progressions: as a set of positions that is all the counting needs.
@@ -107,26 +129,30 @@ void append_aps(const Positions& p, std::vector<Ap>& out) {
 
 // F(d) = #{(i, j) : k_j <= q_i + d}. For query i the count is clamp(floor(x_i / ks) + 1, 0, nk) with
 // x_i = q_0 + d - k_0 + i qs: 0 before i_lo (x_i < 0), nk from i_hi on (x_i >= (nk - 1) ks), a floor sum between.
-std::int64_t count_le(const Ap& q, const Ap& k, std::int64_t d) {
+// d is first clamped to [k_0 - q_last - 1, k_last - q_0] (below: no pair, above: every pair), so that no sum of
+// positions and d wraps whatever the window: x_0 then lies in [-(q_last - q_0) - 1, k_last - k_0].
+PairCount count_le(const Ap& q, const Ap& k, std::int64_t d) {
+  d = std::clamp(d, k.first - q.last() - 1, k.last() - q.first);
   const std::int64_t qs = q.step, ks = k.step, x0 = q.first + d - k.first, top = (k.n - 1) * ks;
-  const std::int64_t i_lo = std::clamp<std::int64_t>(x0 >= 0 ? 0 : ceil_div(-x0, qs), 0, q.n);
-  const std::int64_t i_hi = std::clamp<std::int64_t>(x0 >= top ? 0 : ceil_div(top - x0, qs), i_lo, q.n);
+  // top - x0 may pass 2^63 when both progressions span most of the positions: ceil_div works in 128 bits.
+  const std::int64_t i_lo = clamp64(x0 >= 0 ? 0 : ceil_div(-PairCount{x0}, qs), 0, q.n);
+  const std::int64_t i_hi = clamp64(x0 >= top ? 0 : ceil_div(PairCount{top} - x0, qs), i_lo, q.n);
   const std::int64_t n = i_hi - i_lo;
-  return k.n * (q.n - i_hi) + n + (n > 0 ? floor_sum(n, ks, qs, x0 + i_lo * qs) : 0);
+  return PairCount{k.n} * (q.n - i_hi) + n + (n > 0 ? floor_sum_wide(n, ks, qs, x0 + i_lo * qs) : 0);
 }
 
 // Pairs of q and k inside one document (or without documents): lo(q) = q - W + 1 with a window, hi(q) = q (causal),
 // q + W - 1 (full with a window) or unlimited.
-std::int64_t count_in_document(const Ap& q, const Ap& k, const Mask& m) {
+PairCount count_in_document(const Ap& q, const Ap& k, const Mask& m) {
   const std::int64_t W = m.window();
-  const std::int64_t below_hi = m.causal() ? count_le(q, k, 0) : W > 0 ? count_le(q, k, W - 1) : q.n * k.n;
+  const PairCount below_hi = m.causal() ? count_le(q, k, 0) : W > 0 ? count_le(q, k, W - 1) : PairCount{q.n} * k.n;
   return below_hi - (W > 0 ? count_le(q, k, -W) : 0);
 }
 
 // The part of a progression inside [lo, hi); false when none.
 bool clip(const Ap& a, std::int64_t lo, std::int64_t hi, Ap& out) {
-  const std::int64_t i0 = std::clamp<std::int64_t>(a.first >= lo ? 0 : ceil_div(lo - a.first, a.step), 0, a.n);
-  const std::int64_t i1 = std::clamp<std::int64_t>(a.first >= hi ? 0 : ceil_div(hi - a.first, a.step), 0, a.n);
+  const std::int64_t i0 = clamp64(a.first >= lo ? 0 : ceil_div(PairCount{lo} - a.first, a.step), 0, a.n);
+  const std::int64_t i1 = clamp64(a.first >= hi ? 0 : ceil_div(PairCount{hi} - a.first, a.step), 0, a.n);
   if (i0 >= i1) return false;
   out = Ap{a.first + i0 * a.step, i1 - i0, i1 - i0 > 1 ? a.step : 1};
   return true;
@@ -152,12 +178,12 @@ std::vector<Piece> pieces(const std::vector<Ap>& aps, const Mask& m) {
 
 }  // namespace
 
-std::int64_t visible_pairs(const Positions& q, const Positions& k, const Mask& mask) {
+PairCount visible_pairs_wide(const Positions& q, const Positions& k, const Mask& mask) {
   if (q.empty() || k.empty()) return 0;
   std::vector<Ap> qa, ka;
   append_aps(q, qa);
   append_aps(k, ka);
-  std::int64_t total = 0;
+  PairCount total = 0;
   if (!mask.has_documents()) {
     for (const Ap& x : qa)
       for (const Ap& y : ka) total += count_in_document(x, y, mask);
@@ -175,6 +201,21 @@ std::int64_t visible_pairs(const Positions& q, const Positions& k, const Mask& m
     i = i_end;
   }
   return total;
+}
+
+std::int64_t visible_pairs(const Positions& q, const Positions& k, const Mask& mask) {
+  const PairCount n = visible_pairs_wide(q, k, mask);
+  if (n > std::numeric_limits<std::int64_t>::max())
+    throw Error("visible pairs: " + count_text(n) + " pairs (" + q.text() + " x " + k.text() +
+                ") do not fit in 64 bits");
+  return static_cast<std::int64_t>(n);
+}
+
+bool pair_count_fits(std::int64_t S, const Mask& mask, PairCount* pairs) {
+  const Positions all = Positions::range(0, S);
+  const PairCount n = S > 0 ? visible_pairs_wide(all, all, mask) : 0;
+  if (pairs) *pairs = n;
+  return n <= std::numeric_limits<std::int64_t>::max();
 }
 
 }  // namespace cpsim

@@ -10,9 +10,14 @@
 // For every mask the visible keys of one query form one range of positions [lo(q), hi(q)], and lo and hi never
 // decrease as q grows: kernels find a row's visible keys among ascending key positions with two binary searches.
 //
+// Positions lie in [0, S) with S <= 2^63 - 1, so a window can be any int64: lo and hi saturate instead of wrapping
+// (q + W - 1 for W = 2^63 - 1 is "no limit"), and a window at least as long as every distance between positions
+// masks nothing, the same as no window.
+//
 // A Mask is a cheap value: copies share the document bounds.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,8 +53,8 @@ class Mask {
   std::string describe() const;
   bool operator==(const Mask& o) const;
 
-  // Larger than any distance between positions: lo/hi when a side is not limited.
-  static constexpr std::int64_t kUnlimited = std::int64_t{1} << 60;
+  // Beyond every position (positions are at most 2^63 - 2): lo/hi when a side is not limited. hi + 1 still fits.
+  static constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max() - 1;
 
  private:
   bool causal_ = true;
@@ -62,9 +67,20 @@ class Mask {
 //   #{(i, j) : lo(q_i) <= k_j <= hi(q_i)} = F(hi offset) - F(lo offset - 1),  F(d) = #{(i, j) : k_j <= q_i + d},
 // and F is a floor sum, sum_i floor((a i + b) / m), computed in O(log) steps. Cost: O(runs x runs) without
 // documents, O(runs + documents) with them (each run is cut at the document bounds it crosses).
+// The count is exact in 128 bits (at most S^2 < 2^126); visible_pairs throws Error when it does not fit in 64 bits
+// (commands that take S from input refuse such sizes first: pair_count_fits).
+using PairCount = __int128;
+PairCount visible_pairs_wide(const Positions& q, const Positions& k, const Mask& mask);
 std::int64_t visible_pairs(const Positions& q, const Positions& k, const Mask& mask);
+// Whether every pair count of a sequence of S tokens under `mask` fits in 64 bits: the whole sequence's visible
+// pairs per head (every other count is a part of it). `pairs` receives that count.
+bool pair_count_fits(std::int64_t S, const Mask& mask, PairCount* pairs = nullptr);
+// "9223372039002259456": a wide count in decimal.
+std::string count_text(PairCount n);
 
-// sum_{i=0}^{n-1} floor((a i + b) / m) for n, a, b >= 0 and m >= 1 (the AtCoder Library's floor_sum).
+// sum_{i=0}^{n-1} floor((a i + b) / m) for n, a, b >= 0 and m >= 1 (the AtCoder Library's floor_sum); the result
+// must fit in 64 bits (floor_sum_wide: in 128).
 std::int64_t floor_sum(std::int64_t n, std::int64_t m, std::int64_t a, std::int64_t b);
+PairCount floor_sum_wide(std::int64_t n, std::int64_t m, std::int64_t a, std::int64_t b);
 
 }  // namespace cpsim

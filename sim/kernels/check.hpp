@@ -8,14 +8,30 @@
 //     |e - w| <= atol + rtol |w|
 // and the rule says where atol and rtol come from:
 //   f64 (CPU)         atol = 1e-10, rtol = 0.
-//   f32 (CPU)         flash-attention's rule, per tensor: rtol = 0,
-//                       atol = 2 err(plain f32) + FLT_EPSILON (max|w| + 0.3)
+//   f32 (CPU)         flash-attention's rule, per tensor, widened by the LSE merges a row goes through: rtol = 0,
+//                       atol = 2 err(plain f32) + FLT_EPSILON (max|w| + 0.3) + m merge(w)
 //                     err(x) = max |x - reference|; plain f32 = the textbook loops in float (plain.hpp) on the same
 //                     inputs, computed here. The floor is about one f32 rounding at the reference's magnitude, counted
 //                     from 0.3 as flash-attention's tests count theirs (hopper/test_flash_attn.py), so that a tensor
 //                     the plain loops get exactly right (an all-zero gradient, say) does not demand an exact kernel.
 //                     The plain loops are the one f32 baseline for every command: they are the definition written in
 //                     f32, independent of the kernels being checked (a tiled kernel cannot be its own yardstick).
+//                     m (AttentionProblem::merges) is the most LSE merges (merge.hpp) a row's result went through:
+//                     the ring's C/A - 1 steps, none for all-gather and Ulysses. The plain loops make none, so each
+//                     merge is rounding they cannot show; merge(w) bounds what one merge adds (u = FLT_EPSILON / 2,
+//                     the unit roundoff; L = max|lse|, O = max|out|, G = max|w| of a gradient):
+//                       lse  L' = hi + log1p(exp(lo - hi)): exp and log1p round a value below log 2 (<= 2u), the
+//                            sum rounds at |L'| (<= u |L'|): |dL| <= u (|L| + 2) <= FLT_EPSILON (L + 1)
+//                       out  o' = exp(a - L') o_a + exp(c - L') o_b: a weight's exponent carries dL and one rounding
+//                            of a - L' (u |L|), exp one more (u): relative weight error <= FLT_EPSILON (L + 2); the
+//                            two products and the sum round at O (<= 3u): |do| <= FLT_EPSILON O (L + 4)
+//                       dq, dk, dv   the backward recomputes p = exp(s - L) from the merged lse, so each merge's dL
+//                            scales them by up to FLT_EPSILON (L + 1) relative, and the ring sums one partial per
+//                            step (one rounding at G): |dg| <= FLT_EPSILON G (L + 2)
+//                     Errors of m merges add at most linearly (each merge rounds a value that carries the earlier
+//                     errors unchanged), so m merge(w) bounds them. At C = 16 and L ~ 5 that is ~15 x 9 x FLT_EPSILON
+//                     of a tensor's largest value, ~1.6e-5 relative: a dropped or doubled block moves a row by a
+//                     sizeable fraction of its value and still fails.
 //   bf16 (GPU)        atol = rtol = 2.5e-2, 3.5e-2 with grouped-query attention: Transformer Engine's context-parallel
 //                     tests. bf16 keeps 8 significant bits (relative rounding 2^-9); p and ds are rounded to bf16
 //                     before their products and out after every ring merge, so errors of a few tenths of a percent of
@@ -74,6 +90,8 @@ struct AttentionProblem {
   // Rows left out of the comparison (document padding): query rows of out, lse, dq and key rows of dk, dv, given as
   // row indices of the problem (its positions when they are 0 .. S-1).
   std::vector<Span> padding;
+  // The most LSE merges a row's result went through (the f32 rule's m): 0 for one kernel call.
+  int merges = 0;
 };
 
 // A rank's verdict on the rows it owns: out, dq, dk, dv at its sequence positions, under the same rule.

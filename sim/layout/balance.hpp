@@ -16,6 +16,9 @@
 
 namespace cpsim {
 
+// The most chunks a balanced layout deals (S/T): its pair counts take about (S/T)^2 steps (layout.cpp refuses more).
+inline constexpr std::int64_t kMaxBalancedChunks = 8192;
+
 // The chunk size when none is asked for: S/(4C) when S is divisible by 4C, else S/(2C), else S/C.
 std::int64_t default_balance_chunk(int ranks, std::int64_t seq);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -22,8 +23,8 @@ bool parse_int(std::string_view s, std::int64_t& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-std::int64_t round_up(std::int64_t x, std::int64_t m) {
-  return (x + m - 1) / m * m;
+std::int64_t round_up(std::int64_t x, std::int64_t m) {  // x + m - 1 could wrap near 2^63
+  return x / m * m + (x % m != 0 ? m : 0);
 }
 
 std::string list_text(const std::vector<std::int64_t>& v, std::size_t most = 8) {
@@ -54,6 +55,17 @@ std::vector<std::int64_t> random_lengths(std::int64_t K, std::int64_t n, std::in
   return out;
 }
 
+// The tokens the listed documents make (each padded up to a multiple of two_c when pad), refused when the sum
+// passes what a sequence length holds (2^63 - 1): summed in 128 bits, so the message names the true sum.
+std::int64_t listed_total(const DocSpec& spec, std::int64_t two_c) {
+  __int128 sum = 0;
+  for (std::int64_t L : spec.lengths) sum += spec.pad ? (__int128{L} + two_c - 1) / two_c * two_c : __int128{L};
+  if (sum <= std::numeric_limits<std::int64_t>::max()) return static_cast<std::int64_t>(sum);
+  throw UsageError("--docs lengths" + std::string(spec.pad ? ", padded to multiples of 2C," : "") + " sum to " +
+                   count_text(sum) +
+                   " tokens, more than a sequence holds (at most 9223372036854775807); use shorter documents");
+}
+
 }  // namespace
 
 DocSpec parse_docs(const std::string& text) {
@@ -74,6 +86,7 @@ DocSpec parse_docs(const std::string& text) {
     d.lengths.push_back(L);
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
+    require(!rest.empty(), "--docs " + text + " ends in a comma; every entry is a document length", fix);
   }
   require(!d.lengths.empty(), "--docs needs at least one document", fix);
   return d;
@@ -126,9 +139,7 @@ std::string Documents::describe() const {
 }
 
 std::int64_t documents_seq(const DocSpec& spec, int ranks) {
-  std::int64_t S = 0;
-  for (std::int64_t L : spec.lengths) S += spec.pad ? round_up(L, 2 * static_cast<std::int64_t>(ranks)) : L;
-  return S;
+  return listed_total(spec, 2 * static_cast<std::int64_t>(ranks));
 }
 
 Documents resolve_documents(const DocSpec& spec, std::int64_t seq, int ranks) {
@@ -148,6 +159,7 @@ Documents resolve_documents(const DocSpec& spec, std::int64_t seq, int ranks) {
     return d;
   }
   d.lengths = spec.lengths;
+  (void)listed_total(spec, two_c);  // refuses a sum past 2^63 - 1: every sum below then fits
   for (std::int64_t L : d.lengths) d.padded.push_back(spec.pad ? round_up(L, two_c) : L);
   const std::int64_t real = std::accumulate(d.lengths.begin(), d.lengths.end(), std::int64_t{0});
   if (spec.pad)
@@ -163,6 +175,16 @@ Documents resolve_documents(const DocSpec& spec, std::int64_t seq, int ranks) {
 
 Mask make_mask(bool causal, std::int64_t window, const Documents& docs) {
   return Mask(causal, window, docs.empty() ? std::vector<std::int64_t>{} : docs.mask_bounds());
+}
+
+std::string describe_mask(const Mask& mask, const Documents& docs) {
+  const auto runs = static_cast<std::int64_t>(docs.padding_spans().size());
+  if (runs == 0 || !mask.has_documents()) return mask.describe();
+  std::string s = std::string(mask.causal() ? "causal" : "full") + ", " + num(docs.count()) +
+                  (docs.count() == 1 ? " document + " : " documents + ") + num(runs) +
+                  (runs == 1 ? " padding run" : " padding runs") + " masked apart";
+  if (mask.window() > 0) s += ", window " + num(mask.window());
+  return s;
 }
 
 }  // namespace cpsim

@@ -59,4 +59,8 @@ std::int64_t documents_seq(const DocSpec& spec, int ranks);
 // The mask of a problem: causal or full, the documents (when any) and the window (0: none).
 Mask make_mask(bool causal, std::int64_t window, const Documents& docs);
 
+// The mask in words as the documents were given: Mask::describe counts each padding run as a document of its own
+// ("causal, 7 documents" for 4 padded documents), this says "causal, 4 documents + 3 padding runs masked apart".
+std::string describe_mask(const Mask& mask, const Documents& docs);
+
 }  // namespace cpsim

@@ -112,6 +112,17 @@ SeqLayout::SeqLayout(int ranks, std::int64_t seq, Sharding sharding, const Layou
               "C x T (S=" +
                   S + ", C=" + C + ", T=" + num(chunk_) + ")",
               use({"a --chunk that divides S/C=" + num(seq / ranks)}));
+      // Counting a rank pair's work takes (its runs) x (the other's runs) steps, so all of a layout's counts take
+      // about (S/T)^2: more than kMaxBalancedChunks chunks would take minutes (a chunk of 1 token at S = 256K).
+      if (seq / chunk_ > kMaxBalancedChunks) {
+        std::int64_t fit = 0;  // the smallest chunk that divides S into at most kMaxBalancedChunks, a multiple of C
+        for (std::int64_t m = kMaxBalancedChunks / ranks * ranks; m >= ranks && fit == 0; m -= ranks)
+          if (seq % m == 0) fit = seq / m;
+        require(false,
+                "balanced sharding deals at most " + num(kMaxBalancedChunks) + " chunks (S/T = " + num(seq / chunk_) +
+                    " with S=" + S + ", T=" + num(chunk_) + ")",
+                fit > 0 ? use({"--chunk " + num(fit)}) : use({"--sharding zigzag", "--sharding striped"}));
+      }
       auto owned = balance_chunks(ranks, seq, chunk_, opt.mask);
       auto owner = std::make_shared<std::vector<int>>(static_cast<std::size_t>(seq / chunk_));
       for (int r = 0; r < ranks; ++r)

@@ -74,7 +74,8 @@ std::string format_report(const RunResult& r) {
   const Documents docs = p.documents();
   os << ", " << p.layout().describe() << " sharding, C=" << p.ranks << " ranks on " << backend_name(cfg.backend)
      << "\n  B=" << p.batch << " S=" << p.seq << " Nq=" << p.heads << " Nkv=" << p.kv_heads << " D=" << p.head_dim
-     << " " << dtype_name(p.dtype) << " " << p.mask().describe() << (cfg.backward ? ", forward+backward" : ", forward")
+     << " " << dtype_name(p.dtype) << " " << describe_mask(p.mask(), docs)
+     << (cfg.backward ? ", forward+backward" : ", forward")
      << (p.replicates_kv(cfg.strategy) ? ", KV heads replicated" : "") << ", seed " << cfg.seed << "\n";
   if (!docs.empty())
     os << "  " << docs.describe() << (docs.padding() > 0 ? "; padding left out of the check" : "") << "\n";

@@ -10,7 +10,8 @@ CheckReport check_run(const RunConfig& cfg, const GlobalTensors& t) {
   const Problem& p = cfg.problem;
   const bool gpu = device_info(built_in_backend(cfg.backend).device).gpu;
   const CheckRule rule = check_rule(p.dtype, gpu, p.kv_heads != p.heads);
-  const AttentionProblem whole = whole_problem(p, Inputs{t.q, t.k, t.v, t.dout});
+  AttentionProblem whole = whole_problem(p, Inputs{t.q, t.k, t.v, t.dout});
+  whole.merges = p.lse_merges(cfg.strategy);
   const RefForward got_f{t.out, t.lse};
   const RefBackward got_b{t.dq, t.dk, t.dv};
   const SeqLayout L = p.layout();

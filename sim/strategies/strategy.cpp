@@ -1,5 +1,6 @@
 #include "sim/strategies/strategy.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <string>
 
@@ -56,6 +57,11 @@ SeqLayout Problem::layout() const {
   opt.mask = make_mask(causal, window, opt.docs);
   opt.chunk = chunk;
   return SeqLayout(ranks, seq, sharding, opt);
+}
+
+int Problem::lse_merges(StrategyKind k) const {
+  if (k != StrategyKind::ring && k != StrategyKind::hybrid) return 0;
+  return std::max(0, ranks / std::max(1, a2a_size(k)) - 1);
 }
 
 int Problem::a2a_size(StrategyKind k) const {

@@ -46,6 +46,9 @@ struct Problem {
   // Gradient accumulators: f32 for bf16 inputs, else the input dtype.
   DType accum_dtype() const { return dtype == DType::bf16 ? DType::f32 : dtype; }
   int a2a_size(StrategyKind k) const;  // A: C for ulysses, 1 for ring/all_gather, the hybrid's A
+  // The most LSE merges a row's result goes through: the ring (alone or in the hybrid) merges one partial per step
+  // after its first, C/A - 1; all-gather and Ulysses compute each row in one call.
+  int lse_merges(StrategyKind k) const;
   // Whether the strategy's A2A group copies KV heads: --kv-replicate, and Nkv does not split A ways.
   bool replicates_kv(StrategyKind k) const { return kv_replicate && kv_heads % a2a_size(k) != 0; }
   // The documents for this S and C (empty without --docs), the mask, and the C-rank layout the inputs are sharded

@@ -125,7 +125,9 @@ TEST_CASE("the whole table builds the validated configuration of cpsim run") {
   CHECK(c.backward);
   CHECK_FALSE(c.problem.causal);
   o.a2a = -1;
-  CHECK_THROWS_WITH_AS(to_run_config(o, vm), doctest::Contains("--a2a must be 0"), UsageError);
+  CHECK_THROWS_WITH_AS(to_run_config(o, vm), doctest::Contains("--a2a must be a positive A2A group size"), UsageError);
+  o.a2a = 0;  // given as 0 on the command line (not the default's "pick"): refused, not run as A = 1
+  CHECK_THROWS_WITH_AS(to_run_config(o, vm), doctest::Contains("(got 0)"), UsageError);
 }
 
 TEST_CASE("--kernel becomes the run's device setting, and a device that offers no choice refuses one but auto") {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -78,8 +79,8 @@ TEST_CASE("a trace, a page or a dump that cannot be written whole is one line, e
   o.file_size_limit = 4096;  // RLIMIT_FSIZE: every write past 4 KiB fails as on a full disk
   const std::string trace = (dir.path / "run.json").string(), page = (dir.path / "run.html").string(),
                     dump = (dir.path / "npy").string();
-  for (const auto& [flag, path] : std::vector<std::pair<std::string, std::string>>{
-           {"--trace", trace}, {"--html", page}, {"--dump", dump}}) {
+  for (const auto& [flag, path] :
+       std::vector<std::pair<std::string, std::string>>{{"--trace", trace}, {"--html", page}, {"--dump", dump}}) {
     CAPTURE(flag);
     const Ran ran = run_cpsim({"run", "--backward", flag, path}, dir, o);
     CHECK(ran.r.exit_code == 1);
@@ -192,4 +193,87 @@ TEST_CASE("cpsim and cpsim bench without a name list what there is and say what 
     CHECK(count_lines(r.err) == 1);
     CHECK(r.out.find("usage: cpsim") != std::string::npos);
   }
+}
+
+TEST_CASE("values that would silently mean something else are refused: --a2a 0, a negative seed, empty list entries") {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"run --strategy hybrid --a2a 0 --ranks 3 --seq 72", "--a2a must be a positive A2A group size A"},
+      {"run --strategy hybrid --a2a -2", "--a2a must be a positive A2A group size A"},
+      {"run --seed -1", "--seed -1 must not be negative"},
+      {"run --seed=-7", "--seed -7 must not be negative"},
+      {"layout --seed -1 --docs random:2", "--seed -1 must not be negative"},
+      {"attention --seed -3", "--seed -3 must not be negative"},
+      {"predict --strategies ring,,ulysses", "--strategies 'ring,,ulysses' has an empty entry (entry 2 of 3)"},
+      {"predict --strategies ring,", "has an empty entry (entry 2 of 2)"},
+      {"predict --seqs 16K,,32K", "--seqs '16K,,32K' has an empty entry"},
+      {"bench strategies --seqs 64,", "--seqs '64,' has an empty entry"},
+      {"bench strategies --strategies ,ring", "--strategies ',ring' has an empty entry (entry 1 of 2)"},
+      {"run --docs 8,8,", "ends in a comma"},
+      {"run --docs 8,,8", "'' is not a document length"},
+  };
+  for (const auto& [args, says] : cases) {
+    CAPTURE(args);
+    const auto r = run_cli(args, "robust_meaning");
+    CAPTURE(r.err);
+    CHECK(r.rc == 2);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find(says) != std::string::npos);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("document lengths whose sum passes 2^63 - 1 are refused with exit 2, naming the true sum") {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"run --docs 9223372036854775807,9223372036854775807 --seq 16", "sum to 18446744073709551614 tokens"},
+      {"run --docs 9223372036854775807,9223372036854775807,18 --seq 16", "sum to 18446744073709551632 tokens"},
+      {"run --docs 9223372036854775807,1", "sum to 9223372036854775808 tokens"},
+      {"layout --docs 9223372036854775807,9223372036854775807", "more than a sequence holds"},
+      {"run --docs 9223372036854775807 --pad-docs", "padded to multiples of 2C, sum to 9223372036854775808"},
+  };
+  for (const auto& [args, says] : cases) {
+    CAPTURE(args);
+    const auto r = run_cli(args, "robust_docsum");
+    CAPTURE(r.err);
+    CHECK(r.rc == 2);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find(says) != std::string::npos);
+  }
+}
+
+TEST_CASE("inputs that would take minutes or end in bad_alloc are refused at once with one line") {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"layout --sharding balanced --chunk 1 --seq 256K", "balanced sharding deals at most 8192 chunks (S/T = 262144"},
+      {"layout --sharding balanced --chunk 1 --seq 1G", "use --chunk 131072"},
+      {"run --sharding balanced --chunk 1 --seq 16K", "balanced sharding deals at most 8192 chunks"},
+      {"layout --docs random:4194304 --seq 64M", "rank pairs in each of the 4194304 documents"},
+      {"bench attention --seq 1099511627776", "more than one process can address"},
+      {"bench attention --seq 1048576 --head-dim 65536", "needs up to 8.0 TiB of memory, more than the"},
+  };
+  for (const auto& [args, says] : cases) {
+    CAPTURE(args);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = run_cli(args, "robust_slow");
+    CAPTURE(r.err);
+    CHECK(r.rc == 2);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find(says) != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));  // refused, not run (bounded)
+  }
+}
+
+TEST_CASE("a lesson checks its --trace path before it runs, as cpsim run does: exit 2, no transcript") {
+  Folder dir("lesson_trace");
+  const std::string lesson = std::string(CPSIM_BINARY_DIR) + "/lessons/lesson_03_ring";
+  ChildOptions o;
+  o.stdin_path = "/dev/null";
+  o.stdout_path = (dir.path / "out").string();
+  o.stderr_path = (dir.path / "err").string();
+  o.time_limit = std::chrono::seconds(60);
+  const ChildResult r = run_child({lesson, "--trace", (dir.path / "none" / "t.json").string()}, o);
+  const std::string out = slurp(o.stdout_path), err = slurp(o.stderr_path);
+  CAPTURE(err);
+  CHECK(r.exit_code == 2);
+  CHECK(count_lines(err) == 1);
+  CHECK(err.find("does not exist") != std::string::npos);
+  CHECK(out.empty());
 }

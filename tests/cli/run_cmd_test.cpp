@@ -94,3 +94,26 @@ TEST_CASE("the cuda device refuses documents and windows in one line naming the 
   }
 }
 #endif
+
+TEST_CASE("padded documents are reported once: the header counts the documents and the padding runs apart") {
+  // 13, 8, 21, 6 tokens padded to multiples of 2C = 8: 16, 8, 24, 8, three padding runs the mask keeps apart.
+  const auto r = run_cli("run --ranks 4 --docs 13,8,21,6 --pad-docs --check", "run_padded_docs");
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("causal, 4 documents + 3 padding runs masked apart, forward") != std::string::npos);
+  CHECK(r.out.find("4 documents (13, 8, 21, 6 tokens; shortest 6; padded to 16, 8, 24, 8: 8 padding tokens)") !=
+        std::string::npos);
+  CHECK(r.out.find("7 documents") == std::string::npos);
+  CHECK(r.out.find("PASSED") != std::string::npos);
+}
+
+TEST_CASE("a window of 2^63 - 1 is no window: the run checks out, as it does without one") {
+  for (const char* args :
+       {"run --window 9223372036854775807 --check", "run --window 9223372036854775807 --full --check",
+        "run --window 9223372036854775807 --docs 16,48 --check"}) {
+    INFO(args);
+    const auto r = run_cli(args, "run_huge_window");
+    CHECK(r.rc == 0);
+    CHECK(r.out.find("PASSED") != std::string::npos);
+    CHECK(r.out.find("ERROR") == std::string::npos);
+  }
+}

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <random>
 
 #include "sim/core/error.hpp"
@@ -110,6 +111,43 @@ TEST_CASE("documents see the sum of L(L+1)/2 pairs and a window S W - W(W-1)/2")
   const std::int64_t big = std::int64_t{1} << 20, W = 4096;
   CHECK(visible_pairs(Positions::range(0, big), Positions::range(0, big), Mask(true, W, {})) ==
         big * W - W * (W - 1) / 2);
+}
+
+TEST_CASE("a window longer than every distance counts the pairs of no window, up to 2^63 - 1, without wrapping") {
+  const std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 60; ++trial) {
+    const bool causal = trial % 2 == 0;
+    const auto bounds = trial % 3 == 0 ? random_bounds(rng, 90) : std::vector<std::int64_t>{};
+    const Positions q = random_positions(rng, 90), k = random_positions(rng, 90);
+    for (std::int64_t W : {std::int64_t{90}, huge - 1, huge}) {
+      CAPTURE(W);
+      CHECK(visible_pairs(q, k, Mask(causal, W, bounds)) == visible_pairs(q, k, Mask(causal, 0, bounds)));
+    }
+  }
+  // lo and hi saturate: the full mask's hi(q) = q + W - 1 would pass 2^63.
+  const Mask full(false, huge, {});
+  CHECK(full.hi(huge - 2) == Mask::kUnlimited);
+  CHECK(full.lo(5) == 5 - (huge - 1));
+  CHECK(full.visible(huge - 2, 0));
+  CHECK(full.visible(0, huge - 2));
+  // Positions near 2^63: S = 2^63 - 1 with a window of 3 is 3 S - 3 pairs, past 64 bits only in the wide count.
+  const Positions all = Positions::range(0, huge);
+  CHECK(visible_pairs_wide(all, all, Mask(true, 3, {})) == PairCount{huge} * 3 - 3);
+  CHECK(count_text(visible_pairs_wide(all, all, Mask(true, 3, {}))) == "27670116110564327418");
+  CHECK_THROWS_AS(visible_pairs(all, all, Mask(true, 3, {})), Error);
+}
+
+TEST_CASE("pair_count_fits says whether a sequence's pair counts fit in 64 bits") {
+  PairCount n = 0;
+  // Causal S (S + 1) / 2: S = 2^32 gives 2^63 + 2^31, one past what int64 holds; S = 2^32 - 1 fits.
+  CHECK_FALSE(pair_count_fits(std::int64_t{1} << 32, Mask(true), &n));
+  CHECK(n == (PairCount{1} << 63) + (PairCount{1} << 31));
+  CHECK(count_text(n) == "9223372039002259456");
+  CHECK(pair_count_fits((std::int64_t{1} << 32) - 1, Mask(true), &n));
+  CHECK(n == PairCount{(std::int64_t{1} << 32) - 1} * (std::int64_t{1} << 32) / 2);
+  CHECK_FALSE(pair_count_fits(std::int64_t{1} << 62, Mask(true)));
+  CHECK(pair_count_fits(std::int64_t{1} << 62, Mask(true, 1, {})));
 }
 
 TEST_CASE("floor_sum equals the sum it names") {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "sim/runtime/inputs.hpp"
@@ -71,6 +72,17 @@ TEST_CASE("every strategy matches the reference under every mask and sharding, f
     for (const MaskCase& m : kMasks)
       for (Sharding sh : all_shardings())
         for (StrategyKind s : all_strategies()) expect_correct(masked(s, sh, C, m), m);
+}
+
+TEST_CASE("a window of 2^63 - 1 masks nothing: every strategy matches the reference as without a window") {
+  constexpr std::int64_t kHuge = std::numeric_limits<std::int64_t>::max();
+  constexpr MaskCase kHugeWindows[] = {{"causal, window 2^63-1", true, kHuge, false},
+                                       {"full, window 2^63-1", false, kHuge, false},
+                                       {"documents, window 2^63-1", true, kHuge, true},
+                                       {"full, documents, window 2^63-1", false, kHuge, true}};
+  for (const MaskCase& m : kHugeWindows)
+    for (Sharding sh : all_shardings())
+      for (StrategyKind s : all_strategies()) expect_correct(masked(s, sh, 4, m), m);
 }
 
 TEST_CASE("every strategy matches the reference under every mask and sharding on the processes backend") {
