@@ -180,28 +180,32 @@ int bench_attention(const std::vector<std::string>& all_args) {
     }
 
   if (json) {
-    JsonWriter j;
-    j.begin_object();
-    j.key("bench").value("attention").key("dtype").value(dtype_name(dtype)).key("causal").value(true);
-    j.key("batch").value(1).key("tile").value(tile).key("threads").value(1).key("clock").value("thread_cpu");
-    j.key("points").begin_array();
-    for (const Point& p : points) {
-      j.begin_object().key("seq").value(p.seq).key("head_dim").value(p.d).key("heads").value(p.heads);
-      j.key("gemm_gflops").value(p.gemm);
-      j.key("fwd_cpu_seconds").value(p.fwd_s).key("fwd_gflops").value(p.fwd_gflops());
-      j.key("fwd_ratio").value(p.fwd_gflops() / p.gemm);
-      j.key("bwd_cpu_seconds").value(p.bwd_s).key("bwd_gflops").value(p.bwd_gflops());
-      j.key("bwd_ratio").value(p.bwd_gflops() / p.gemm).end_object();
-    }
-    j.end_array();
-    j.key("goal").begin_object().key("from_seq").value(kGoalFromSeq).key("fwd_ratio").value(kForwardGoal);
-    j.key("bwd_ratio").value(kBackwardGoal).key("met");
-    if (any)
-      j.value(met);
-    else
-      j.null();
-    j.end_object().end_object();
-    std::cout << j.str() << "\n";
+    Json pts = Json::array();
+    for (const Point& p : points)
+      pts.push_back({{"seq", p.seq},
+                     {"head_dim", p.d},
+                     {"heads", p.heads},
+                     {"gemm_gflops", p.gemm},
+                     {"fwd_cpu_seconds", p.fwd_s},
+                     {"fwd_gflops", p.fwd_gflops()},
+                     {"fwd_ratio", p.fwd_gflops() / p.gemm},
+                     {"bwd_cpu_seconds", p.bwd_s},
+                     {"bwd_gflops", p.bwd_gflops()},
+                     {"bwd_ratio", p.bwd_gflops() / p.gemm}});
+    const Json j{{"bench", "attention"},
+                 {"dtype", dtype_name(dtype)},
+                 {"causal", true},
+                 {"batch", 1},
+                 {"tile", tile},
+                 {"threads", 1},
+                 {"clock", "thread_cpu"},
+                 {"points", std::move(pts)},
+                 {"goal",
+                  {{"from_seq", kGoalFromSeq},
+                   {"fwd_ratio", kForwardGoal},
+                   {"bwd_ratio", kBackwardGoal},
+                   {"met", any ? Json(met) : Json()}}}};
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::printf("tiled attention, %s, causal, B=1, one thread, tile %d; times in thread CPU time\n",

@@ -238,10 +238,8 @@ std::string time_rule(int rounds) {
 }
 
 // A cell's every round, in --json: "round_time_us": [...], in round order.
-void round_times(JsonWriter& j, const SizeFigures& f) {
-  j.key("round_time_us").begin_array();
-  for (double us : f.round_us) j.value(us);
-  j.end_array();
+Json round_times(const SizeFigures& f) {
+  return f.round_us;
 }
 
 // The heap each rank needs for a sweep up to `largest` (processes: LaunchOptions::heap_bytes): its send and receive
@@ -553,54 +551,60 @@ int side_by_side(const std::string& list, int ranks, const std::vector<std::size
                           std::find(backends.begin(), backends.end(), Backend::processes) != backends.end()};
 
   if (json) {
-    JsonWriter j;
-    j.begin_object().key("backends").begin_array();
-    for (Backend b : backends) j.value(std::string(backend_name(b)));
-    j.end_array().key("ranks").value(ranks).key("rounds").value(rounds);
-    j.key("collectives").value(form ? algorithm_name(*form) : "backend").key("bind").value(bind_name(bind));
-    j.key("ops").begin_array();
+    Json names = Json::array();
+    for (Backend b : backends) names.push_back(std::string(backend_name(b)));
+    Json ops = Json::array();
     for (std::size_t k = 0; k < nops; ++k) {
-      j.begin_object().key("op").value(op_name(kOps[k])).key("bus_factor").value(bus_factor(kOps[k], ranks));
-      j.key("rows").begin_array();
+      Json rows_json = Json::array();
       for (std::size_t i = 0; i < sizes.size(); ++i) {
-        j.begin_object().key("size").value(static_cast<std::int64_t>(sizes[i]));
+        Json row{{"size", static_cast<std::int64_t>(sizes[i])}};
         for (std::size_t b = 0; b < backends.size(); ++b) {
           const Cell& c = cells[k][b][i];
-          j.key(std::string(backend_name(backends[b]))).begin_object().key("time_us").value(c.us);
-          j.key("busbw_gbps").value(c.busbw).key("wrong").value(c.wrong).key("calls_per_run").value(c.calls);
-          round_times(j, c);
-          j.end_object();
+          row[std::string(backend_name(backends[b]))] = {{"time_us", c.us},
+                                                         {"busbw_gbps", c.busbw},
+                                                         {"wrong", c.wrong},
+                                                         {"calls_per_run", c.calls},
+                                                         {"round_time_us", round_times(c)}};
         }
-        j.end_object();
+        rows_json.push_back(std::move(row));
       }
-      j.end_array().end_object();
+      ops.push_back(
+          {{"op", op_name(kOps[k])}, {"bus_factor", bus_factor(kOps[k], ranks)}, {"rows", std::move(rows_json)}});
     }
-    j.end_array().key("goals").begin_array();
+    Json goals_json = Json::array();
     for (const RatioGoal& g : goals) {
       if (g.rows == 0) continue;
-      j.begin_object().key("goal").value(g.what).key("ratio").value(g.goal).key("lowest").value(*g.lowest);
-      j.key("at").value(g.at).key("rows").value(g.rows).key("met").value(g.met());
+      Json goal{{"goal", g.what}, {"ratio", g.goal}, {"lowest", *g.lowest},
+                {"at", g.at},     {"rows", g.rows},  {"met", g.met()}};
       if (g.ceiling) {  // the copy bound over the denominator (bench_comm_goals.hpp: reach)
-        j.key("ceiling").value(*g.ceiling).key("ceiling_at").value(g.ceiling_at);
-        j.key("out_of_reach").begin_array();
-        for (const std::string& at : g.out_of_reach) j.value(at);
-        j.end_array();
+        goal["ceiling"] = *g.ceiling;
+        goal["ceiling_at"] = g.ceiling_at;
+        goal["out_of_reach"] = g.out_of_reach;
       }
-      j.end_object();
+      goals_json.push_back(std::move(goal));
     }
     for (int t = 0; t < 2; ++t) {
       if (!listed[t] || !lat[t].us) continue;
-      j.begin_object().key("goal").value(std::string(t == 0 ? "threads" : "processes") +
-                                         " sendrecv 1K <= " + std::to_string(static_cast<int>(lat[t].goal_us)) + " us");
-      j.key("us").value(*lat[t].us).key("met").value(lat[t].met()).end_object();
+      goals_json.push_back({{"goal", std::string(t == 0 ? "threads" : "processes") +
+                                         " sendrecv 1K <= " + std::to_string(static_cast<int>(lat[t].goal_us)) + " us"},
+                            {"us", *lat[t].us},
+                            {"met", lat[t].met()}});
     }
-    j.end_array().key("copy_bound").begin_array();
-    for (const Bound& b : bounds) {
-      j.begin_object().key("op").value(op_name(b.row->op)).key("size").value(static_cast<std::int64_t>(b.row->size));
-      j.key("time_us").value(b.us).key("busbw_gbps").value(*b.row->bound).end_object();
-    }
-    j.end_array().end_object();
-    std::cout << j.str() << "\n";
+    Json copy_bound = Json::array();
+    for (const Bound& b : bounds)
+      copy_bound.push_back({{"op", op_name(b.row->op)},
+                            {"size", static_cast<std::int64_t>(b.row->size)},
+                            {"time_us", b.us},
+                            {"busbw_gbps", *b.row->bound}});
+    const Json j{{"backends", std::move(names)},
+                 {"ranks", ranks},
+                 {"rounds", rounds},
+                 {"collectives", form ? algorithm_name(*form) : "backend"},
+                 {"bind", bind_name(bind)},
+                 {"ops", std::move(ops)},
+                 {"goals", std::move(goals_json)},
+                 {"copy_bound", std::move(copy_bound)}};
+    std::cout << json_text(j) << "\n";
     return 0;
   }
 
@@ -756,33 +760,36 @@ int bench_comm(const std::vector<std::string>& args) {
   const LatencyGoal latency = latency_goal(b == Backend::threads, us_1k);
 
   if (vm.count("json")) {
-    JsonWriter j;
-    j.begin_object().key("backend").value(backend).key("ranks").value(ranks).key("rounds").value(rounds);
-    j.key("collectives").value(form_name).key("bind").value(bind_name(bind));
-    j.key("ops").begin_array();
+    Json ops = Json::array();
     for (std::size_t k = 0; k < table.size(); ++k) {
-      j.begin_object().key("op").value(op_name(kOps[k])).key("bus_factor").value(bus_factor(kOps[k], ranks));
-      j.key("rows").begin_array();
-      for (const Row& row : table[k]) {
-        j.begin_object().key("size").value(static_cast<std::int64_t>(row.size));
-        j.key("count").value(static_cast<std::int64_t>(row.size / 4)).key("type").value("float");
-        j.key("chunk_bytes").value(static_cast<std::int64_t>(row.chunk_bytes)).key("time_us").value(row.us);
-        j.key("algbw_gbps").value(row.algbw).key("busbw_gbps").value(row.busbw).key("wrong").value(row.wrong);
-        j.key("calls_per_run").value(row.calls);
-        round_times(j, row);
-        j.key("memcpy_gbps").value(row.memcpy).key("stream_gbps").value(row.stream);
-        j.key("busbw_over_memcpy").value(row.busbw / row.memcpy);
-        j.end_object();
-      }
-      j.end_array().end_object();
+      Json rows_json = Json::array();
+      for (const Row& row : table[k])
+        rows_json.push_back({{"size", static_cast<std::int64_t>(row.size)},
+                             {"count", static_cast<std::int64_t>(row.size / 4)},
+                             {"type", "float"},
+                             {"chunk_bytes", static_cast<std::int64_t>(row.chunk_bytes)},
+                             {"time_us", row.us},
+                             {"algbw_gbps", row.algbw},
+                             {"busbw_gbps", row.busbw},
+                             {"wrong", row.wrong},
+                             {"calls_per_run", row.calls},
+                             {"round_time_us", round_times(row)},
+                             {"memcpy_gbps", row.memcpy},
+                             {"stream_gbps", row.stream},
+                             {"busbw_over_memcpy", row.busbw / row.memcpy}});
+      ops.push_back(
+          {{"op", op_name(kOps[k])}, {"bus_factor", bus_factor(kOps[k], ranks)}, {"rows", std::move(rows_json)}});
     }
-    j.end_array().key("goals").begin_object().key("sendrecv_1KiB_us");
-    if (latency.us)
-      j.value(*latency.us);
-    else
-      j.null();
-    j.key("sendrecv_1KiB_goal_us").value(latency.goal_us).end_object().end_object();
-    std::cout << j.str() << "\n";
+    const Json j{{"backend", backend},
+                 {"ranks", ranks},
+                 {"rounds", rounds},
+                 {"collectives", form_name},
+                 {"bind", bind_name(bind)},
+                 {"ops", std::move(ops)},
+                 {"goals",
+                  {{"sendrecv_1KiB_us", latency.us ? Json(*latency.us) : Json()},
+                   {"sendrecv_1KiB_goal_us", latency.goal_us}}}};
+    std::cout << json_text(j) << "\n";
     return 0;
   }
 

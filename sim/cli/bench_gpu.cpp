@@ -108,37 +108,39 @@ int bench_gpu_attention(const std::vector<std::string>& args) {
   };
 
   if (json) {
-    JsonWriter j;
-    j.begin_object();
-    j.key("bench").value("gpu_attention").key("gpu").value(gpu_name).key("dtype").value(dtype_name(dtype));
-    j.key("causal").value(true).key("batch").value(1).key("heads").value(heads).key("kv_heads").value(kv_heads);
-    j.key("head_dim").value(head_dim);
-    j.key("gemm").begin_object().key("n").value(gemm_n).key("tflops");
-    if (gemm > 0)
-      j.value(gemm);
-    else
-      j.null().key("note").value(gemm_note);
-    j.end_object();
-    j.key("points").begin_array();
-    for (const Point& p : points) {
-      j.begin_object().key("kernel").value(gpu_kernel_name(p.kernel)).key("seq").value(p.seq);
-      j.key("fwd_ms").value(p.t.fwd_ms).key("fwd_tflops").value(p.fwd_tflops()).key("fwd_ratio");
-      gemm > 0 ? j.value(ratio(p.fwd_tflops())) : j.null();
-      j.key("fwd_kernel").value(p.t.fwd_path);
-      j.key("bwd_ms").value(p.t.bwd_ms).key("bwd_tflops").value(p.bwd_tflops()).key("bwd_ratio");
-      gemm > 0 ? j.value(ratio(p.bwd_tflops())) : j.null();
-      j.key("bwd_kernel").value(p.t.bwd_path).end_object();
-    }
-    j.end_array();
-    j.key("goal").begin_object().key("seq").value(kGoalSeq).key("fwd_ratio").value(kForwardGoal);
-    j.key("bwd_ratio").value(kBackwardGoal).key("met").begin_object();
+    Json gemm_json{{"n", gemm_n}, {"tflops", gemm > 0 ? Json(gemm) : Json()}};
+    if (gemm <= 0) gemm_json["note"] = gemm_note;
+    Json pts = Json::array();
+    for (const Point& p : points)
+      pts.push_back({{"kernel", gpu_kernel_name(p.kernel)},
+                     {"seq", p.seq},
+                     {"fwd_ms", p.t.fwd_ms},
+                     {"fwd_tflops", p.fwd_tflops()},
+                     {"fwd_ratio", gemm > 0 ? Json(ratio(p.fwd_tflops())) : Json()},
+                     {"fwd_kernel", p.t.fwd_path},
+                     {"bwd_ms", p.t.bwd_ms},
+                     {"bwd_tflops", p.bwd_tflops()},
+                     {"bwd_ratio", gemm > 0 ? Json(ratio(p.bwd_tflops())) : Json()},
+                     {"bwd_kernel", p.t.bwd_path}});
+    Json met_json = Json::object();
     for (GpuKernel k : kernels) {
       bool met = false;
-      j.key(gpu_kernel_name(k));
-      goal_met(k, met) ? j.value(met) : j.null();
+      met_json[gpu_kernel_name(k)] = goal_met(k, met) ? Json(met) : Json();
     }
-    j.end_object().end_object().end_object();
-    std::cout << j.str() << "\n";
+    const Json j{
+        {"bench", "gpu_attention"},
+        {"gpu", gpu_name},
+        {"dtype", dtype_name(dtype)},
+        {"causal", true},
+        {"batch", 1},
+        {"heads", heads},
+        {"kv_heads", kv_heads},
+        {"head_dim", head_dim},
+        {"gemm", std::move(gemm_json)},
+        {"points", std::move(pts)},
+        {"goal",
+         {{"seq", kGoalSeq}, {"fwd_ratio", kForwardGoal}, {"bwd_ratio", kBackwardGoal}, {"met", std::move(met_json)}}}};
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::printf("causal attention on %s, %s, B=1, %" PRId64 "/%" PRId64 " heads, D=%" PRId64 "\n", gpu_name.c_str(),

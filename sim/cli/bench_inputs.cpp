@@ -114,17 +114,19 @@ int bench_inputs(const std::vector<std::string>& args) {
   for (DType t : {DType::f32, DType::bf16, DType::f64}) rows.push_back(measure(t, samples));
 
   if (json) {
-    JsonWriter j;
-    j.begin_object();
-    j.key("bench").value("inputs").key("samples").value(samples).key("vector_isa").value(vector_isa());
-    j.key("clock").value("thread_cpu").key("dtypes").begin_array();
-    for (const Row& r : rows) {
-      j.begin_object().key("dtype").value(dtype_name(r.dtype)).key("fast_ns_per_sample").value(r.fast_ns);
-      j.key("libm_ns_per_sample").value(r.libm_ns).key("speedup").value(r.libm_ns / r.fast_ns);
-      j.key("differing").value(r.differing).end_object();
-    }
-    j.end_array().end_object();
-    std::cout << j.str() << "\n";
+    Json dtypes = Json::array();
+    for (const Row& r : rows)
+      dtypes.push_back({{"dtype", dtype_name(r.dtype)},
+                        {"fast_ns_per_sample", r.fast_ns},
+                        {"libm_ns_per_sample", r.libm_ns},
+                        {"speedup", r.libm_ns / r.fast_ns},
+                        {"differing", r.differing}});
+    const Json j{{"bench", "inputs"},
+                 {"samples", samples},
+                 {"vector_isa", vector_isa()},
+                 {"clock", "thread_cpu"},
+                 {"dtypes", std::move(dtypes)}};
+    std::cout << json_text(j) << "\n";
   } else {
     print_table(rows, samples);
   }

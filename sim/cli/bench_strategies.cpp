@@ -186,22 +186,27 @@ int bench_strategies(const std::vector<std::string>& args) {
     check_kv_replicate(c);  // names why no run here needs it
   }
   const bool json = vm.count("json") > 0, trace = vm.count("trace") > 0;
-  JsonWriter j;
-  j.begin_object().key("config").begin_object().key("ranks").value(o.ranks).key("batch").value(o.batch);
-  j.key("heads").value(o.heads).key("kv_heads").value(configs[0].problem.kv_heads).key("head_dim").value(o.head_dim);
-  j.key("dtype").value(o.dtype).key("sharding").value(o.sharding).key("backend").value(o.backend);
-  j.key("reps").value(reps).key("warm_up_runs").value(1).end_object();
+  Json j{{"config",
+          {{"ranks", o.ranks},
+           {"batch", o.batch},
+           {"heads", o.heads},
+           {"kv_heads", configs[0].problem.kv_heads},
+           {"head_dim", o.head_dim},
+           {"dtype", o.dtype},
+           {"sharding", o.sharding},
+           {"backend", o.backend},
+           {"reps", reps},
+           {"warm_up_runs", 1}}}};
   double off_ns = 0, on_ns = 0;
   if (trace) {
     off_ns = recorder_call_ns(false);
     on_ns = recorder_call_ns(true);
-    j.key("recorder_call_ns").begin_object().key("tracing_off").value(off_ns).key("tracing_on").value(on_ns);
-    j.end_object();
+    j["recorder_call_ns"] = {{"tracing_off", off_ns}, {"tracing_on", on_ns}};
     if (!json)
       std::printf("One recorder call (an attention block as the device records it): %.0f ns with tracing off, %.0f ns "
                   "with tracing on\n\n", off_ns, on_ns);
   }
-  j.key("results").begin_array();
+  Json& results = j["results"] = Json::array();
   if (!json)
     std::cout << "Strategies on " << o.ranks << " " << o.backend << " ranks, " << o.sharding << ", B=" << o.batch
               << " Nq=" << o.heads << " Nkv=" << configs[0].problem.kv_heads << " D=" << o.head_dim << " " << o.dtype
@@ -218,8 +223,8 @@ int bench_strategies(const std::vector<std::string>& args) {
     if (!json)
       std::printf("%7lld  %-12s %8.1f  %11.1f  %10s\n", static_cast<long long>(S), "1 process", sp.fwd_ms,
                   sp.fwd_ms + sp.bwd_ms, "1.00");
-    j.begin_object().key("seq").value(S).key("strategy").value("single_process").key("fwd_ms").value(sp.fwd_ms);
-    j.key("fwd_bwd_ms").value(sp.fwd_ms + sp.bwd_ms).end_object();
+    results.push_back(
+        {{"seq", S}, {"strategy", "single_process"}, {"fwd_ms", sp.fwd_ms}, {"fwd_bwd_ms", sp.fwd_ms + sp.bwd_ms}});
     for (std::size_t n = 0; n < kinds.size(); ++n, ++idx) {
       const RunConfig& c = configs[idx];
       progress << "[bench strategies] S=" << S << ": " << strategy_name(c.strategy) << " (" << n + 1 << "/"
@@ -239,9 +244,13 @@ int bench_strategies(const std::vector<std::string>& args) {
         std::printf("%7lld  %-12s %8.1f  %11.1f  %10.2f  %15lld  %14s\n", static_cast<long long>(S),
                     std::string(strategy_name(c.strategy)).c_str(), t.fwd_ms, t.fwd_ms + t.bwd_ms, ratio,
                     static_cast<long long>(pairs), format_bytes(static_cast<double>(sent)).c_str());
-      j.begin_object().key("seq").value(S).key("strategy").value(strategy_name(c.strategy));
-      j.key("fwd_ms").value(t.fwd_ms).key("fwd_bwd_ms").value(t.fwd_ms + t.bwd_ms).key("ratio_to_single").value(ratio);
-      j.key("max_pairs_per_rank").value(pairs).key("max_bytes_sent_per_rank").value(sent);
+      Json row{{"seq", S},
+               {"strategy", strategy_name(c.strategy)},
+               {"fwd_ms", t.fwd_ms},
+               {"fwd_bwd_ms", t.fwd_ms + t.bwd_ms},
+               {"ratio_to_single", ratio},
+               {"max_pairs_per_rank", pairs},
+               {"max_bytes_sent_per_rank", sent}};
       if (trace) {
         progress << "[bench strategies] S=" << S << ": " << strategy_name(c.strategy) << ", untraced and traced x"
                  << kTraceReps << "...\n";
@@ -254,17 +263,19 @@ int bench_strategies(const std::vector<std::string>& args) {
                       "busiest rank: %+.2f%%; trace %s, formatted in %.1f ms\n", "", "  trace", m.off_ms, m.on_ms,
                       kTraceReps, overhead, m.busiest, estimate, format_bytes(static_cast<double>(m.bytes)).c_str(),
                       m.write_ms);
-        j.key("trace").begin_object().key("untraced_ms").value(m.off_ms).key("traced_ms").value(m.on_ms);
-        j.key("overhead_percent").value(overhead).key("recording_percent").value(estimate);
-        j.key("events").value(static_cast<std::int64_t>(m.events));
-        j.key("events_busiest_rank").value(static_cast<std::int64_t>(m.busiest));
-        j.key("bytes").value(static_cast<std::int64_t>(m.bytes)).key("format_ms").value(m.write_ms).end_object();
+        row["trace"] = {{"untraced_ms", m.off_ms},
+                        {"traced_ms", m.on_ms},
+                        {"overhead_percent", overhead},
+                        {"recording_percent", estimate},
+                        {"events", static_cast<std::int64_t>(m.events)},
+                        {"events_busiest_rank", static_cast<std::int64_t>(m.busiest)},
+                        {"bytes", static_cast<std::int64_t>(m.bytes)},
+                        {"format_ms", m.write_ms}};
       }
-      j.end_object();
+      results.push_back(std::move(row));
     }
   }
-  j.end_array().end_object();
-  if (json) std::cout << j.str() << "\n";
+  if (json) std::cout << json_text(j) << "\n";
   return 0;
 }
 

@@ -1,11 +1,11 @@
 #include "sim/cli/cli.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/json.hpp"
+#include "sim/os/input_file.hpp"
 #include "sim/os/output_file.hpp"
 
 namespace cpsim::cli {
@@ -52,21 +52,18 @@ void check_output_dir(const std::string& flag, const std::string& dir, const std
 }
 
 std::string read_input(const std::string& flag, const std::string& path, const std::string& fix) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f || std::filesystem::is_directory(path)) throw UsageError("--" + flag + " " + path + " cannot be read; " + fix);
+  std::string text = read_input_file("--" + flag, path, fix);
   name_path(flag, path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
+  return text;
 }
 
 std::string read_compare_trace(const std::string& path) {
+  const std::string fix = "write one with cpsim run --trace FILE or cpsim predict --trace FILE";
   const std::string text =
       read_input("compare", path, "name a trace written by cpsim run --trace or cpsim predict --trace");
-  if (text.find("\"traceEvents\"") == std::string::npos || text.find("\"otherData\"") == std::string::npos)
-    throw UsageError("--compare " + path +
-                     " is not a cpsim trace; write one with cpsim run --trace FILE or "
-                     "cpsim predict --trace FILE");
+  const Json trace = parse_json(text, "--compare " + path, fix);
+  if (!trace.is_object() || !trace.contains("traceEvents") || !trace.contains("otherData"))
+    throw UsageError("--compare " + path + " is not a cpsim trace; " + fix);
   return text;
 }
 

@@ -43,10 +43,12 @@ struct Register {
 void check_output(const std::string& flag, const std::string& path);
 void check_output_dir(const std::string& flag, const std::string& dir, const std::vector<std::string>& files);
 
-// The whole text of an input file named by --flag; UsageError "--flag PATH cannot be read; <fix>" otherwise.
+// The whole text of an input file named by --flag (sim/os/input_file.hpp: a regular file of at most 64 MiB);
+// UsageError "--flag PATH cannot be read (...); <fix>" otherwise.
 std::string read_input(const std::string& flag, const std::string& path, const std::string& fix);
 
-// A trace to compare with (--compare FILE, for --html): the file's text, refused unless it is a cpsim trace.
+// A trace to compare with (--compare FILE, for --html): the file's text, refused unless it is JSON (sim/core/json.hpp:
+// parse_json's limits) holding a cpsim trace's "traceEvents" and "otherData".
 std::string read_compare_trace(const std::string& path);
 
 }  // namespace cpsim::cli

@@ -118,38 +118,35 @@ AttentionArgs parse_args(const std::vector<std::string>& args, bool& help) {
   return a;
 }
 
-void json_call(JsonWriter& j, const char* name, const WorkCounts& w, double seconds) {
-  j.key(name).begin_object();
-  j.key("seconds").value(seconds);
-  j.key("gflops").value(w.flops / seconds / 1e9);
-  j.key("flops").value(w.flops);
-  j.key("pairs").value(w.pairs);
-  j.key("tiles_computed").value(w.tiles_computed);
-  j.key("tiles_skipped").value(w.tiles_skipped);
-  j.end_object();
+Json json_call(const WorkCounts& w, double seconds) {
+  return {{"seconds", seconds}, {"gflops", w.flops / seconds / 1e9},  {"flops", w.flops},
+          {"pairs", w.pairs},   {"tiles_computed", w.tiles_computed}, {"tiles_skipped", w.tiles_skipped}};
 }
 
 void print_json(const AttentionArgs& a, const SingleRun& r, const CheckReport* c) {
   const AttentionShape& s = a.shape;
-  JsonWriter j;
-  j.begin_object();
-  j.key("config").begin_object();
-  j.key("batch").value(s.B).key("seq").value(s.Sq).key("heads").value(s.Nq).key("kv_heads").value(s.Nkv);
-  j.key("head_dim").value(s.D).key("dtype").value(dtype_name(a.dtype)).key("causal").value(a.causal);
-  j.key("mask").value(a.mask.describe()).key("window").value(a.mask.window());
-  if (!a.documents.empty()) j.key("documents").array(a.documents.lengths).key("document_bounds").array(a.mask.bounds());
-  j.key("seed").value(static_cast<std::int64_t>(a.seed)).key("tile").value(a.tile).key("device").value("cpu");
-  j.end_object();
-  json_call(j, "forward", r.fwd_work, r.fwd_seconds);
-  json_call(j, "backward", r.bwd_work, r.bwd_seconds);
-  j.key("peak_bytes").value(r.peak_bytes);
-  j.key("check");
-  if (c == nullptr)
-    j.null();
-  else
-    write_check_json(j, *c);
-  j.end_object();
-  std::cout << j.str() << "\n";
+  Json cfg{{"batch", s.B},
+           {"seq", s.Sq},
+           {"heads", s.Nq},
+           {"kv_heads", s.Nkv},
+           {"head_dim", s.D},
+           {"dtype", dtype_name(a.dtype)},
+           {"causal", a.causal},
+           {"mask", a.mask.describe()},
+           {"window", a.mask.window()}};
+  if (!a.documents.empty()) {
+    cfg["documents"] = a.documents.lengths;
+    cfg["document_bounds"] = a.mask.bounds();
+  }
+  cfg["seed"] = static_cast<std::int64_t>(a.seed);
+  cfg["tile"] = a.tile;
+  cfg["device"] = "cpu";
+  const Json j{{"config", std::move(cfg)},
+               {"forward", json_call(r.fwd_work, r.fwd_seconds)},
+               {"backward", json_call(r.bwd_work, r.bwd_seconds)},
+               {"peak_bytes", r.peak_bytes},
+               {"check", c == nullptr ? Json() : check_json(*c)}};
+  std::cout << json_text(j) << "\n";
 }
 
 void print_text(const AttentionArgs& a, const SingleRun& r, const CheckReport* c) {

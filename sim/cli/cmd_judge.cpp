@@ -27,6 +27,7 @@
 #include "sim/cli/cli.hpp"
 #include "sim/core/error.hpp"
 #include "sim/os/child_process.hpp"
+#include "sim/os/input_file.hpp"
 #include "sim/os/output_file.hpp"
 
 namespace cpsim::cli {
@@ -68,14 +69,11 @@ void print_exercises() {
 
 // The learner's file as the judge's copy: a #line mark first, so that the compiler names the original.
 void stage_copy(const fs::path& from, const fs::path& to) {
-  std::ifstream in(from, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in && !in.eof()) throw UsageError("--file " + from.string() + " cannot be read; name the file to judge");
+  const std::string text = read_input_file("--file", from.string(), "name the file to judge");
   std::string quoted;
   for (char c : fs::absolute(from).string())
     quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  const std::string copy = "#line 1 \"" + quoted + "\"\n" + text.str();
+  const std::string copy = "#line 1 \"" + quoted + "\"\n" + text;
   std::ifstream old(to, std::ios::binary);
   std::stringstream old_text;
   old_text << old.rdbuf();

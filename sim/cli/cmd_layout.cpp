@@ -66,21 +66,18 @@ double mean_of(const std::vector<std::int64_t>& v) {
   return v.empty() ? 0 : static_cast<double>(std::accumulate(v.begin(), v.end(), std::int64_t{0})) / double(v.size());
 }
 
-void json_work(JsonWriter& j, const ShardingWork& w, int ranks) {
-  j.begin_object().key("sharding").value(sharding_name(w.sharding)).key("name").value(w.name);
-  j.key("valid").value(w.why_not.empty());
+Json json_work(const ShardingWork& w, int ranks) {
+  Json j{{"sharding", sharding_name(w.sharding)}, {"name", w.name}, {"valid", w.why_not.empty()}};
   if (!w.why_not.empty()) {
-    j.key("why_not").value(w.why_not).end_object();
-    return;
+    j["why_not"] = w.why_not;
+    return j;
   }
-  j.key("visible_pairs").array(w.per_rank).key("imbalance").value(w.imbalance);
-  j.key("ring_imbalance").value(w.ring_imbalance).key("step_imbalance").array(step_imbalances(w.steps));
-  if (ranks <= kMaxJsonStepRanks) {
-    j.key("ring_step_pairs").begin_array();
-    for (const auto& r : w.steps) j.array(r);
-    j.end_array();
-  }
-  j.end_object();
+  j["visible_pairs"] = w.per_rank;
+  j["imbalance"] = w.imbalance;
+  j["ring_imbalance"] = w.ring_imbalance;
+  j["step_imbalance"] = step_imbalances(w.steps);
+  if (ranks <= kMaxJsonStepRanks) j["ring_step_pairs"] = w.steps;
+  return j;
 }
 
 int cmd_layout(const std::vector<std::string>& args) {
@@ -143,46 +140,48 @@ int cmd_layout(const std::vector<std::string>& args) {
   const std::vector<ShardingWork> side = compare_shardings(C, S, lo);
 
   if (vm.count("json")) {
-    JsonWriter j;
-    j.begin_object();
-    j.key("config").begin_object().key("ranks").value(C).key("seq").value(S).key("sharding").value(o.sharding);
-    j.key("layout").value(L.describe()).key("mask").value(mask.describe()).key("window").value(p.window);
-    j.key("chunk_len").value(chunk_grid ? L.chunk_len() : std::int64_t{0});
-    if (p.sharding == Sharding::balanced) j.key("balance_chunk").value(L.balance_chunk());
+    Json config{{"ranks", C},
+                {"seq", S},
+                {"sharding", o.sharding},
+                {"layout", L.describe()},
+                {"mask", mask.describe()},
+                {"window", p.window},
+                {"chunk_len", chunk_grid ? L.chunk_len() : std::int64_t{0}}};
+    if (p.sharding == Sharding::balanced) config["balance_chunk"] = L.balance_chunk();
     if (!docs.empty()) {
-      j.key("documents").array(docs.lengths).key("padded_documents").array(docs.padded);
-      j.key("padding").value(docs.padding()).key("shortest_document").value(docs.shortest());
+      config["documents"] = docs.lengths;
+      config["padded_documents"] = docs.padded;
+      config["padding"] = docs.padding();
+      config["shortest_document"] = docs.shortest();
     }
-    j.end_object();
-    j.key("ranks").begin_array();
+    Json ranks = Json::array();
     for (int r = 0; r < C; ++r) {
       const Positions pos = L.positions(r);
-      j.begin_object().key("rank").value(r);
-      if (chunk_grid) j.key("chunks").array(L.chunks(r));
-      if (p.sharding == Sharding::balanced) j.key("balanced_chunks").array(L.balanced_chunks(r));
-      j.key("runs").begin_array();
-      for (const PosRun& run : pos.runs())
-        j.begin_array().value(run.first).value(run.count).value(run.stride).value(run.width).end_array();
-      j.end_array();
+      Json rank{{"rank", r}};
+      if (chunk_grid) rank["chunks"] = L.chunks(r);
+      if (p.sharding == Sharding::balanced) rank["balanced_chunks"] = L.balanced_chunks(r);
+      Json& runs = rank["runs"] = Json::array();
+      for (const PosRun& run : pos.runs()) runs.push_back(Json::array({run.first, run.count, run.stride, run.width}));
       const std::vector<Span> spans = pos.spans();
       if (static_cast<std::int64_t>(spans.size()) <= kMaxJsonSpans) {
-        j.key("positions").begin_array();
-        for (const Span& sp : spans) j.begin_array().value(sp.lo).value(sp.hi).end_array();
-        j.end_array();
+        Json& positions = rank["positions"] = Json::array();
+        for (const Span& sp : spans) positions.push_back(Json::array({sp.lo, sp.hi}));
       }
-      if (notebook) j.key("chunk_blocks").value(blocks[r]);
-      j.key("visible_pairs").value(pairs[r]).key("ring_blocks").value(ring[r]);
-      if (C <= kMaxJsonStepRanks) j.key("ring_step_pairs").array(steps[r]);
-      j.end_object();
+      if (notebook) rank["chunk_blocks"] = blocks[r];
+      rank["visible_pairs"] = pairs[r];
+      rank["ring_blocks"] = ring[r];
+      if (C <= kMaxJsonStepRanks) rank["ring_step_pairs"] = steps[r];
+      ranks.push_back(std::move(rank));
     }
-    j.end_array();
-    j.key("imbalance").value(imbalance(pairs)).key("ring_imbalance").value(ring_imbalance(steps));
-    j.key("step_imbalance").array(step_imbalances(steps));
-    j.key("shardings").begin_array();
-    for (const ShardingWork& w : side) json_work(j, w, C);
-    j.end_array();
-    j.end_object();
-    std::cout << j.str() << "\n";
+    Json shardings = Json::array();
+    for (const ShardingWork& w : side) shardings.push_back(json_work(w, C));
+    const Json j{{"config", std::move(config)},
+                 {"ranks", std::move(ranks)},
+                 {"imbalance", imbalance(pairs)},
+                 {"ring_imbalance", ring_imbalance(steps)},
+                 {"step_imbalance", step_imbalances(steps)},
+                 {"shardings", std::move(shardings)}};
+    std::cout << json_text(j) << "\n";
     return 0;
   }
 

@@ -55,31 +55,41 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
 
 void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_t top) {
   const Problem& p = spec.problem;
-  JsonWriter j;
-  j.begin_object();
-  j.key("machine").begin_object().key("name").value(spec.machine.name).key("memory_gb").value(spec.machine.memory_gb);
-  j.end_object();
-  j.key("problem").begin_object().key("ranks").value(p.ranks).key("batch").value(p.batch).key("seq").value(p.seq);
-  j.key("heads").value(p.heads).key("kv_heads").value(p.kv_heads).key("head_dim").value(p.head_dim);
-  j.key("dtype").value(dtype_name(p.dtype)).key("causal").value(p.causal).key("backward").value(spec.backward);
-  j.key("layers").value(spec.layers).key("hidden").value(spec.hidden).end_object();
-  j.key("searched").value(plan.searched).key("fits").value(static_cast<std::int64_t>(plan.fits.size()));
-  j.key("fastest").begin_array();
+  Json fastest = Json::array();
   for (std::size_t i = 0; i < std::min(top, plan.fits.size()); ++i) {
     const model::PlanEntry& e = plan.fits[i];
-    j.begin_object().key("candidate").value(e.candidate.label);
-    j.key("strategy").value(model::choice_label(e.candidate.strategy, p.ranks));
-    j.key("sharding").value(sharding_name(e.candidate.sharding)).key("kv_replicate").value(e.candidate.kv_replicate);
-    j.key("time_ms").value(e.cell.time_us(spec.backward) / 1e3).key("forward_ms").value(e.cell.forward_us / 1e3);
-    j.key("exposed_ms").value(e.cell.exposed_us / 1e3).key("attention_bytes").value(e.cell.peak_bytes);
-    j.key("activation_bytes").value(e.activation_bytes).key("memory_bytes").value(e.total_bytes());
-    j.key("efficiency").value(e.cell.efficiency).end_object();
+    fastest.push_back({{"candidate", e.candidate.label},
+                       {"strategy", model::choice_label(e.candidate.strategy, p.ranks)},
+                       {"sharding", sharding_name(e.candidate.sharding)},
+                       {"kv_replicate", e.candidate.kv_replicate},
+                       {"time_ms", e.cell.time_us(spec.backward) / 1e3},
+                       {"forward_ms", e.cell.forward_us / 1e3},
+                       {"exposed_ms", e.cell.exposed_us / 1e3},
+                       {"attention_bytes", e.cell.peak_bytes},
+                       {"activation_bytes", e.activation_bytes},
+                       {"memory_bytes", e.total_bytes()},
+                       {"efficiency", e.cell.efficiency}});
   }
-  j.end_array().key("rejected").begin_array();
-  for (const auto& r : plan.rejected)
-    j.begin_object().key("kind").value(r.kind).key("why").value(r.why).key("candidates").value(r.configs).end_object();
-  j.end_array().end_object();
-  std::cout << j.str() << "\n";
+  Json rejected = Json::array();
+  for (const auto& r : plan.rejected) rejected.push_back({{"kind", r.kind}, {"why", r.why}, {"candidates", r.configs}});
+  const Json j{{"machine", {{"name", spec.machine.name}, {"memory_gb", spec.machine.memory_gb}}},
+               {"problem",
+                {{"ranks", p.ranks},
+                 {"batch", p.batch},
+                 {"seq", p.seq},
+                 {"heads", p.heads},
+                 {"kv_heads", p.kv_heads},
+                 {"head_dim", p.head_dim},
+                 {"dtype", dtype_name(p.dtype)},
+                 {"causal", p.causal},
+                 {"backward", spec.backward},
+                 {"layers", spec.layers},
+                 {"hidden", spec.hidden}}},
+               {"searched", plan.searched},
+               {"fits", static_cast<std::int64_t>(plan.fits.size())},
+               {"fastest", std::move(fastest)},
+               {"rejected", std::move(rejected)}};
+  std::cout << json_text(j) << "\n";
 }
 
 int cmd_plan(const std::vector<std::string>& args) {

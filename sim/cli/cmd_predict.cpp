@@ -176,78 +176,92 @@ struct Printer {
     }
   }
 
-  void sensitivity_json(JsonWriter& j) const {
+  Json sensitivity_json() const {
     const model::Sensitivity& s = *sens;
-    j.key("sensitivity").begin_object().key("move").value(s.move);
-    j.key("cells").begin_array();
+    Json cells = Json::array();
     for (std::size_t k = 0; k < t.cells.size(); ++k) {
       if (!t.cells[k].valid) continue;
-      j.begin_object().key("seq").value(t.cells[k].seq).key("strategy").value(labels[k % cols()]);
-      j.key("low_ms").value(s.lo_us[k] / 1e3).key("high_ms").value(s.hi_us[k] / 1e3).end_object();
+      cells.push_back({{"seq", t.cells[k].seq},
+                       {"strategy", labels[k % cols()]},
+                       {"low_ms", s.lo_us[k] / 1e3},
+                       {"high_ms", s.hi_us[k] / 1e3}});
     }
-    j.end_array().key("parameters").begin_array();
+    Json params = Json::array();
     for (const auto& p : s.params) {
-      j.begin_object().key("field").value(p.field).key("value").value(p.value);
+      Json param{{"field", p.field}, {"value", p.value}};
       for (const bool plus : {false, true}) {
-        j.key(plus ? "plus" : "minus").begin_array();
+        Json& ms = param[plus ? "plus" : "minus"] = Json::array();
         const auto& us = plus ? p.plus_us : p.minus_us;
         for (std::size_t k = 0; k < t.cells.size(); ++k)
-          if (t.cells[k].valid) j.value(us[k] / 1e3);
-        j.end_array();
+          if (t.cells[k].valid) ms.push_back(us[k] / 1e3);
       }
-      j.key("fastest_changes").begin_array();
+      Json& changes = param["fastest_changes"] = Json::array();
       for (std::size_t i = 0; i < spec.seqs.size(); ++i)
         for (const bool plus : {false, true}) {
           const int now = (plus ? p.fastest_plus : p.fastest_minus)[i];
           if (now == s.fastest_base[i]) continue;
-          j.begin_object().key("seq").value(spec.seqs[i]).key("move").value(plus ? s.move : -s.move);
-          j.key("fastest").value(label_of(now)).key("was").value(label_of(s.fastest_base[i])).end_object();
+          changes.push_back({{"seq", spec.seqs[i]},
+                             {"move", plus ? s.move : -s.move},
+                             {"fastest", label_of(now)},
+                             {"was", label_of(s.fastest_base[i])}});
         }
-      j.end_array().end_object();
+      params.push_back(std::move(param));
     }
-    j.end_array().end_object();
+    return {{"move", s.move}, {"cells", std::move(cells)}, {"parameters", std::move(params)}};
   }
 
   void json() const {
     const Problem& p = spec.problem;
     const auto& m = spec.machine;
-    JsonWriter j;
-    j.begin_object();
-    j.key("machine").begin_object().key("name").value(m.name).key("description").value(m.description);
-    j.key("ranks_per_node").value(m.ranks_per_node).key("nodes").value(m.nodes_for(p.ranks));
-    j.key("memory_gb").value(m.memory_gb).end_object();
-    j.key("problem").begin_object().key("ranks").value(p.ranks).key("batch").value(p.batch);
-    j.key("heads").value(p.heads).key("kv_heads").value(p.kv_heads).key("head_dim").value(p.head_dim);
-    j.key("dtype").value(dtype_name(p.dtype)).key("causal").value(p.causal);
-    j.key("sharding").value(sharding_name(p.sharding)).key("backward").value(spec.backward).end_object();
-    j.key("rows").begin_array();
+    Json rows = Json::array();
     for (std::size_t i = 0; i < spec.seqs.size(); ++i) {
-      j.begin_object().key("seq").value(spec.seqs[i]).key("single_gpu_ms").value(t.single_total_us[i] / 1e3);
-      j.key("single_gpu_forward_tflops").value(t.single_forward_tflops[i]);
-      j.key("single_gpu_backward_tflops").value(t.single_backward_tflops[i]);
+      Json row{{"seq", spec.seqs[i]},
+               {"single_gpu_ms", t.single_total_us[i] / 1e3},
+               {"single_gpu_forward_tflops", t.single_forward_tflops[i]},
+               {"single_gpu_backward_tflops", t.single_backward_tflops[i]}};
       const int bf = model::fastest(t, i, cols(), false), bt = model::fastest(t, i, cols(), true);
-      j.key("fastest_forward").value(bf >= 0 ? labels[static_cast<std::size_t>(bf)] : "");
-      if (spec.backward) j.key("fastest_total").value(bt >= 0 ? labels[static_cast<std::size_t>(bt)] : "");
-      j.key("cells").begin_array();
+      row["fastest_forward"] = bf >= 0 ? labels[static_cast<std::size_t>(bf)] : "";
+      if (spec.backward) row["fastest_total"] = bt >= 0 ? labels[static_cast<std::size_t>(bt)] : "";
+      Json& cells = row["cells"] = Json::array();
       for (std::size_t c = 0; c < cols(); ++c) {
         const Cell& x = cell(i, c);
-        j.begin_object().key("strategy").value(labels[c]).key("valid").value(x.valid);
+        Json cj{{"strategy", labels[c]}, {"valid", x.valid}};
         if (!x.valid) {
-          j.key("why_not").value(x.why_not).end_object();
+          cj["why_not"] = x.why_not;
+          cells.push_back(std::move(cj));
           continue;
         }
-        j.key("forward_ms").value(x.forward_us / 1e3);
-        if (spec.backward) j.key("total_ms").value(x.total_us / 1e3);
-        j.key("exposed_ms").value(x.exposed_us / 1e3).key("compute_ms").value(x.compute_us / 1e3);
-        j.key("memory_ms").value(x.memory_us / 1e3).key("peak_bytes").value(x.peak_bytes);
-        j.key("fits").value(x.fits).key("efficiency").value(x.efficiency).end_object();
+        cj["forward_ms"] = x.forward_us / 1e3;
+        if (spec.backward) cj["total_ms"] = x.total_us / 1e3;
+        cj["exposed_ms"] = x.exposed_us / 1e3;
+        cj["compute_ms"] = x.compute_us / 1e3;
+        cj["memory_ms"] = x.memory_us / 1e3;
+        cj["peak_bytes"] = x.peak_bytes;
+        cj["fits"] = x.fits;
+        cj["efficiency"] = x.efficiency;
+        cells.push_back(std::move(cj));
       }
-      j.end_array().end_object();
+      rows.push_back(std::move(row));
     }
-    j.end_array();
-    if (sens != nullptr) sensitivity_json(j);
-    j.end_object();
-    std::cout << j.str() << "\n";
+    Json j{{"machine",
+            {{"name", m.name},
+             {"description", m.description},
+             {"ranks_per_node", m.ranks_per_node},
+             {"nodes", m.nodes_for(p.ranks)},
+             {"memory_gb", m.memory_gb}}},
+           {"problem",
+            {{"ranks", p.ranks},
+             {"batch", p.batch},
+             {"heads", p.heads},
+             {"kv_heads", p.kv_heads},
+             {"head_dim", p.head_dim},
+             {"dtype", dtype_name(p.dtype)},
+             {"causal", p.causal},
+             {"sharding", sharding_name(p.sharding)},
+             {"backward", spec.backward}}},
+           {"rows", std::move(rows)}};
+    if (sens != nullptr) j["sensitivity"] = sensitivity_json();
+    std::cout << json_text(j) << "\n";
   }
 };
 

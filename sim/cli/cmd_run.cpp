@@ -1,17 +1,12 @@
 // cpsim run: one context-parallel attention run on simulated ranks, with the per-rank table and the check.
-// Boost.PropertyTree's JSON parser includes the deprecated <boost/bind.hpp>; this keeps its notice out of the build.
-#define BOOST_BIND_GLOBAL_PLACEHOLDERS
-#include <boost/property_tree/json_parser.hpp>
-#include <boost/property_tree/ptree.hpp>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "sim/cli/cli.hpp"
 #include "sim/cli/model_options.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/json.hpp"
 #include "sim/os/output_folder.hpp"
 #include "sim/runtime/npy.hpp"
 #include "sim/runtime/report.hpp"
@@ -32,15 +27,8 @@ std::vector<std::string> dump_files(bool backward) {
 std::string read_bench_json(const std::string& path) {
   const std::string fix = "write one with cpsim bench strategies --json > FILE";
   const std::string text = read_input("bench-json", path, fix);
-  boost::property_tree::ptree root;
-  try {
-    std::istringstream in(text);
-    boost::property_tree::read_json(in, root);
-  } catch (const boost::property_tree::json_parser_error&) {
-    throw UsageError("--bench-json " + path + " is not JSON; " + fix);
-  }
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos || text[text.find_first_not_of(" \t\r\n")] != '{' ||
-      !root.get_child_optional("config") || !root.get_child_optional("results"))
+  const Json root = parse_json(text, "--bench-json " + path, fix);
+  if (!root.is_object() || !root.contains("config") || !root.contains("results"))
     throw UsageError("--bench-json " + path +
                      " is not cpsim bench strategies output (no \"config\" and \"results\"); " + fix);
   return text;
@@ -132,9 +120,7 @@ int cmd_run(const std::vector<std::string>& args) {
   const std::string beside = html_path.empty() || !compare.empty() ? "" : modeled_beside(cfg);
   if (!html_path.empty()) write_html(html_path, r, bench, compare.empty() ? beside : compare);
   if (vm.count("json")) {
-    JsonWriter j;
-    write_json(j, r);
-    std::cout << j.str() << "\n";
+    std::cout << json_text(run_json(r)) << "\n";
   } else {
     std::cout << format_report(r);
     if (!dump_dir.empty()) std::cout << "\nWrote q, k, v, out, lse" << (cfg.backward ? ", dout, dq, dk, dv" : "")

@@ -238,20 +238,21 @@ CheckReport check_against_reference(const AttentionProblem& p, const CheckRule& 
   return c;
 }
 
-void write_check_json(JsonWriter& j, const CheckReport& c) {
-  auto errs = [&](const char* key, const TensorErrors& e) {
-    j.key(key).begin_object().key("out").value(e.out).key("lse").value(e.lse);
-    if (c.backward) j.key("dq").value(e.dq).key("dk").value(e.dk).key("dv").value(e.dv);
-    j.end_object();
+Json check_json(const CheckReport& c) {
+  auto errs = [&](const TensorErrors& e) {
+    Json o{{"out", e.out}, {"lse", e.lse}};
+    if (c.backward) {
+      o["dq"] = e.dq;
+      o["dk"] = e.dk;
+      o["dv"] = e.dv;
+    }
+    return o;
   };
-  j.begin_object().key("passed").value(c.passed).key("rule").value(c.rule);
-  errs("max_abs_err", c.err);
-  errs("tolerance", c.allowed);
-  if (c.kind == RuleKind::plain_f32) errs("plain_f32_err", c.baseline);
-  j.key("per_rank").begin_array();
-  for (const RankVerdict& v : c.per_rank)
-    j.begin_object().key("correct").value(v.correct).key("max_abs_err").value(v.err).end_object();
-  j.end_array().end_object();
+  Json j{{"passed", c.passed}, {"rule", c.rule}, {"max_abs_err", errs(c.err)}, {"tolerance", errs(c.allowed)}};
+  if (c.kind == RuleKind::plain_f32) j["plain_f32_err"] = errs(c.baseline);
+  Json& ranks = j["per_rank"] = Json::array();
+  for (const RankVerdict& v : c.per_rank) ranks.push_back({{"correct", v.correct}, {"max_abs_err", v.err}});
+  return j;
 }
 
 }  // namespace cpsim

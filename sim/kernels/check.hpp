@@ -49,12 +49,11 @@
 #include <vector>
 
 #include "sim/core/dtype.hpp"
+#include "sim/core/json.hpp"
 #include "sim/core/recorder.hpp"
 #include "sim/kernels/reference.hpp"
 
 namespace cpsim {
-
-class JsonWriter;
 
 enum class RuleKind : std::uint8_t {
   absolute,     // atol fixed, rtol 0 (f64)
@@ -122,7 +121,7 @@ CheckReport check_against_reference(const AttentionProblem& problem, const Check
 
 // The check as JSON, as every command writes it under "check": {passed, rule, max_abs_err, tolerance,
 // [plain_f32_err,] per_rank: [{correct, max_abs_err}]}, each error object holding out, lse (and dq, dk, dv).
-void write_check_json(JsonWriter& j, const CheckReport& c);
+Json check_json(const CheckReport& c);
 
 // One tensor under a rule of fixed bounds (absolute or elementwise; plain_f32 bounds come from the problem and
 // throw Error here): the comparison check_against_reference makes of each tensor. For kernel tests of one call.

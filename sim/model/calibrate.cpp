@@ -1,22 +1,17 @@
 #include "sim/model/calibrate.hpp"
 
-// Boost.PropertyTree's JSON parser includes the deprecated <boost/bind.hpp>; this keeps its notice out of the build.
-#define BOOST_BIND_GLOBAL_PLACEHOLDERS
 #include <algorithm>
-#include <boost/property_tree/json_parser.hpp>
-#include <boost/property_tree/ptree.hpp>
 #include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/json.hpp"
 #include "sim/model/cost.hpp"
 #include "sim/model/counting_device.hpp"
 
 namespace cpsim::model {
-
-namespace pt = boost::property_tree;
 
 const char* nccl_test_name(NcclTest t) {
   switch (t) {
@@ -278,46 +273,42 @@ NcclTable parse_nccl_table(NcclTest test, const std::string& text, const std::st
 }
 
 AttentionBench parse_attention_bench(const std::string& text, const std::string& origin) {
-  pt::ptree root;
   const std::string fix = "give the output of `cpsim bench gpu_attention --json`";
-  try {
-    std::istringstream in(text);
-    pt::read_json(in, root);
-  } catch (const pt::json_parser_error&) {
-    throw UsageError(origin + " is not JSON; " + fix);
-  }
-  require(root.get<std::string>("bench", "") == "gpu_attention",
+  const Json root = parse_json(text, origin, fix);
+  require(root.is_object() && root.contains("bench") && root["bench"] == "gpu_attention",
           origin + " is not `cpsim bench gpu_attention --json` output (no \"bench\": \"gpu_attention\")", fix);
-  require(root.get<std::string>("causal", "true") == "true", origin + " measured full attention; the fit needs causal",
+  require(!root.contains("causal") || root["causal"] == true, origin + " measured full attention; the fit needs causal",
           fix);
+  // A field of `node` (an object), named in errors as "origin: \"key\"".
+  auto field = [&](const Json& node, const char* key) -> const Json& {
+    require(node.contains(key), origin + " has no \"" + key + "\"", fix);
+    return node[key];
+  };
+  auto where = [&](const std::string& key) { return origin + ": \"" + key + "\""; };
   AttentionBench b;
   b.origin = origin;
-  auto get = [&](const pt::ptree& node, const std::string& key) {
-    double v = 0;
-    require(number(node.get<std::string>(key, ""), v) && v > 0, origin + ": \"" + key + "\" is missing or not positive",
-            fix);
-    return v;
-  };
-  b.heads = static_cast<std::int64_t>(get(root, "heads"));
-  b.head_dim = static_cast<std::int64_t>(get(root, "head_dim"));
-  b.batch = static_cast<std::int64_t>(get(root, "batch"));
-  require(b.head_dim <= 1024, origin + ": head dim " + std::to_string(b.head_dim) + " is beyond the kernel sections",
-          "use head dims up to 1024");
-  const auto points = root.get_child_optional("points");
-  require(points && !points->empty(), origin + " has no \"points\"", fix);
+  // Counts the fit multiplies together (batch x heads x S x S x D flops, in doubles): each within what a GPU runs.
+  b.heads = json_whole(field(root, "heads"), where("heads"), 1, 1 << 20);
+  b.head_dim = json_whole(field(root, "head_dim"), where("head_dim"), 1, 1024);  // the kernel sections' head dims
+  b.batch = json_whole(field(root, "batch"), where("batch"), 1, 1 << 20);
+  const Json& points = field(root, "points");
+  require(points.is_array() && !points.empty(), origin + ": \"points\" is not a list of measurements", fix);
   // One curve per head dim: a bench of several kernels side by side (`--kernel mma2 mma1`) would mix their speeds.
   std::string kernel;
-  for (const auto& [_, p] : *points) {
-    const std::string k = p.get<std::string>("kernel", "");
+  for (const Json& p : points) {
+    require(p.is_object(), origin + ": \"points\" holds " + json_text(p).substr(0, 20) + ", not a measurement", fix);
+    const std::string k = p.contains("kernel") && p["kernel"].is_string() ? p["kernel"].get<std::string>() : "";
     require(kernel.empty() || k == kernel,
             origin + " holds points of several kernels (" + kernel + ", " + k + "); the fit needs one kernel's",
             "run `cpsim bench gpu_attention --json` with one --kernel (the one runs use, e.g. auto)");
     if (!k.empty()) kernel = k;
   }
-  for (const auto& [_, p] : *points) {
-    b.seqs.push_back(get(p, "seq"));
-    b.fwd_ms.push_back(get(p, "fwd_ms"));
-    b.bwd_ms.push_back(get(p, "bwd_ms"));
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Json& p = points[i];
+    const std::string at = "points[" + std::to_string(i) + "].";
+    b.seqs.push_back(static_cast<double>(json_whole(field(p, "seq"), where(at + "seq"), 1, std::int64_t{1} << 30)));
+    b.fwd_ms.push_back(json_real(field(p, "fwd_ms"), where(at + "fwd_ms"), 1e-6, 1e7));
+    b.bwd_ms.push_back(json_real(field(p, "bwd_ms"), where(at + "bwd_ms"), 1e-6, 1e7));
   }
   return b;
 }

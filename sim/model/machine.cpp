@@ -1,27 +1,21 @@
-// Reading and writing machine files (Boost.PropertyTree's JSON parser): every number is checked against its
+// Reading and writing machine files (sim/core/json.hpp): every number is checked against its
 // plausible range, unknown keys are refused (a misspelt key would otherwise silently keep a default), and the
 // fields a file leaves out take the defaults docs/model.md states, derived from the fields it gives.
 #include "sim/model/machine.hpp"
 
-// Boost.PropertyTree's JSON parser includes the deprecated <boost/bind.hpp>; this keeps its notice out of the build.
-#define BOOST_BIND_GLOBAL_PLACEHOLDERS
 #include <algorithm>
-#include <boost/property_tree/json_parser.hpp>
-#include <boost/property_tree/ptree.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "sim/core/error.hpp"
 #include "sim/core/flags.hpp"
+#include "sim/os/input_file.hpp"
+#include "sim/core/json.hpp"
 
 namespace cpsim::model {
-
-namespace pt = boost::property_tree;
 
 const std::vector<MachineField>& machine_fields() {
   // name, lo, hi, lo_open, whole, required, cost
@@ -104,27 +98,29 @@ const MachineField* find_field(const std::string& name) {
   return nullptr;
 }
 
+const std::string kStartFrom = "start from `cpsim predict --print-machine h100-ib`";
+
 class Reader {
  public:
-  Reader(const pt::ptree& root, std::string origin) : root_(root), origin_(std::move(origin)) {}
+  Reader(const Json& root, std::string origin) : root_(root), origin_(std::move(origin)) {}
 
   // The field's number, checked against its range; nullopt when absent (UsageError if it is required).
   std::optional<double> get(const std::string& field, bool required_here) {
     const MachineField* spec = find_field(field);
-    const auto v = root_.get_optional<std::string>(pt::ptree::path_type(field, '.'));
-    if (!v) {
+    const auto dot = field.find('.');
+    const auto section = root_.find(field.substr(0, dot));
+    const Json* v = nullptr;
+    if (section != root_.end())
+      if (const auto it = section->find(field.substr(dot + 1)); it != section->end()) v = &*it;
+    if (v == nullptr) {
       require(!required_here, origin_ + " has no \"" + field + "\"",
               "add it (see `cpsim predict --print-machine h100-ib`; docs/model.md lists every field)");
       return std::nullopt;
     }
-    double x = 0;
-    try {
-      std::size_t used = 0;
-      x = std::stod(*v, &used);
-      if (used != v->size()) throw std::invalid_argument("trailing text");
-    } catch (const std::exception&) {
-      throw UsageError(origin_ + ": \"" + field + "\" must be a number (got \"" + *v + "\"); write it as e.g. 48.5");
-    }
+    if (!v->is_number())
+      throw UsageError(origin_ + ": \"" + field + "\" must be a number (got " + json_text(*v) +
+                       "); write it as e.g. 48.5");
+    const double x = v->get<double>();
     const bool low = spec->lo_open ? !(x > spec->lo) : !(x >= spec->lo);
     if (!std::isfinite(x) || low || x > spec->hi)
       throw UsageError(origin_ + ": \"" + field + "\" is " + num(x) + ", outside its plausible range " +
@@ -139,57 +135,53 @@ class Reader {
   std::vector<std::string> given() const { return given_; }
 
  private:
-  const pt::ptree& root_;
+  const Json& root_;
   std::string origin_;
   std::vector<std::string> given_;
 };
 
 // Refuses keys the format does not have, naming the first one, and sections that are not objects.
-void check_keys(const pt::ptree& root, const std::string& origin) {
+void check_keys(const Json& root, const std::string& origin) {
   std::set<std::string> sections;
   for (const auto& f : machine_fields()) sections.insert(f.name.substr(0, f.name.find('.')));
-  for (const auto& [key, child] : root) {
-    require(!key.empty(), origin + " must hold one JSON object of sections; it holds an array",
-            "start from `cpsim predict --print-machine h100-ib`");
+  for (const auto& item : root.items()) {
+    const std::string& key = item.key();
+    const Json& child = item.value();
     if (key == "name" || key == "description") {
-      require(child.empty(), origin + ": \"" + key + "\" must be a string", "write it as \"" + key + "\": \"...\"");
+      require(child.is_string(), origin + ": \"" + key + "\" must be a string", "write it as \"" + key + "\": \"...\"");
       continue;
     }
     const bool kernel = kernel_dim(key) > 0;
     require(key == "sources" || kernel || sections.count(key) > 0, origin + " has an unknown section \"" + key + "\"",
             "use the sections of `cpsim predict --print-machine h100-ib` (kernel sections are kernel_dD, D = 1.." +
                 std::to_string(kMaxKernelDim) + ")");
-    require(child.data().empty(), origin + ": \"" + key + "\" must be an object of fields",
+    require(!child.is_array(), origin + ": \"" + key + "\" must be an object of fields, not an array",
             "write it as \"" + key + "\": {...}");
-    for (const auto& [sub, leaf] : child) {
-      require(!sub.empty(), origin + ": \"" + key + "\" must be an object of fields, not an array",
-              "write it as \"" + key + "\": {...}");
-      if (key == "sources") continue;
+    require(child.is_object(), origin + ": \"" + key + "\" must be an object of fields",
+            "write it as \"" + key + "\": {...}");
+    for (const auto& field : child.items()) {
+      const std::string& sub = field.key();
+      if (key == "sources") {
+        require(field.value().is_string(), origin + ": \"sources." + sub + "\" must be a string",
+                "write it as \"" + sub + "\": \"where the value comes from\"");
+        continue;
+      }
       require(find_field(key + "." + sub) != nullptr, origin + " has an unknown field \"" + key + "." + sub + "\"",
               "use the fields of `cpsim predict --print-machine h100-ib` (docs/model.md lists them)");
-      require(leaf.empty(), origin + ": \"" + key + "." + sub + "\" must be a number, not an object or array",
+      require(!field.value().is_structured(),
+              origin + ": \"" + key + "." + sub + "\" must be a number, not an object or array",
               "write it as e.g. \"" + sub + "\": 48.5");
     }
   }
 }
 
-pt::ptree read_tree(const std::string& json, const std::string& origin) {
-  const auto first = json.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos || json[first] != '{') {
-    const std::string holds = first == std::string::npos ? "nothing"
-                              : json[first] == '['       ? "an array"
-                                                         : "a single value";
-    throw UsageError(origin + " must hold one JSON object of sections; it holds " + holds +
-                     "; start from `cpsim predict --print-machine h100-ib`");
-  }
-  pt::ptree root;
-  try {
-    std::istringstream in(json);
-    pt::read_json(in, root);
-  } catch (const pt::json_parser_error& e) {
-    throw UsageError(origin + " is not valid JSON (line " + std::to_string(e.line()) + ": " + e.message() +
-                     "); fix the file or start from `cpsim predict --print-machine h100-ib`");
-  }
+Json read_tree(const std::string& json, const std::string& origin) {
+  if (json.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw UsageError(origin + " must hold one JSON object of sections; it holds nothing; " + kStartFrom);
+  Json root = parse_json(json, origin, "fix the file or " + kStartFrom);
+  if (!root.is_object())
+    throw UsageError(origin + " must hold one JSON object of sections; it holds " +
+                     (root.is_array() ? "an array" : "a single value") + "; " + kStartFrom);
   return root;
 }
 
@@ -263,18 +255,19 @@ double* machine_value(Machine& m, const std::string& field) {
 }
 
 Machine parse_machine(const std::string& json, const std::string& origin) {
-  const pt::ptree root = read_tree(json, origin);
+  const Json root = read_tree(json, origin);
   check_keys(root, origin);
   Reader r(root, origin);
   Machine m;
-  m.name = root.get<std::string>("name", origin);
-  m.description = root.get<std::string>("description", "");
+  m.name = root.contains("name") ? root["name"].get<std::string>() : origin;
+  m.description = root.contains("description") ? root["description"].get<std::string>() : "";
   m.ranks_per_node = static_cast<int>(r.need("nodes.ranks_per_node"));
   m.max_nodes = static_cast<int>(r.need("nodes.max_nodes"));
   m.memory_gb = r.need("nodes.memory_gb");
   // 1. The kernel: per-head-dim sections, or the one curve per direction of the first format.
-  for (const auto& [key, child] : root)
-    if (const int d = kernel_dim(key); d > 0) {
+  for (const auto& item : root.items())
+    if (const std::string& key = item.key(); kernel_dim(key) > 0) {
+      const int d = kernel_dim(key);
       KernelCurves k;
       k.head_dim = d;
       for (const auto& f : kernel_fields()) {
@@ -289,7 +282,7 @@ Machine parse_machine(const std::string& json, const std::string& origin) {
             origin + " lists kernel_d" + std::to_string(m.kernels[i].head_dim) + " twice", "keep one");
   bool legacy_given = false;
   for (const char* f : {"forward_tflops", "forward_half_len", "backward_tflops", "backward_half_len"})
-    legacy_given = legacy_given || root.get_child_optional(pt::ptree::path_type(std::string("attention.") + f, '.'));
+    legacy_given = legacy_given || (root.contains("attention") && root["attention"].contains(f));
   require(m.kernels.empty() || !legacy_given,
           origin + " gives both kernel_dD sections and attention.forward_tflops / backward_tflops",
           "keep the kernel_dD sections and drop the attention rates (or the other way round)");
@@ -314,8 +307,8 @@ Machine parse_machine(const std::string& json, const std::string& origin) {
   m.merge_bytes_per_element = r.get("framework.merge_bytes_per_element", false).value_or(0);
   m.grad_add_bytes_per_element = r.get("framework.grad_add_bytes_per_element", false).value_or(0);
   m.given = r.given();
-  if (const auto src = root.get_child_optional("sources"))
-    for (const auto& [key, leaf] : *src) m.sources[key] = leaf.get_value<std::string>();
+  if (root.contains("sources"))
+    for (const auto& item : root["sources"].items()) m.sources[item.key()] = item.value().get<std::string>();
   return m;
 }
 
@@ -342,92 +335,68 @@ Machine load_machine(const std::string& name_or_path) {
   const auto names = machine_preset_names();
   for (const auto& n : names)
     if (n == name_or_path) return parse_machine(machine_preset_json(n), "preset " + n);
-  std::ifstream in(name_or_path);
-  if (!in || std::filesystem::is_directory(name_or_path)) {
+  std::error_code ec;
+  if (!std::filesystem::exists(name_or_path, ec)) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
     throw UsageError("--machine " + name_or_path + " is neither a preset nor a readable file; use one of " + list +
                      ", or the path of a JSON file (`cpsim predict --print-machine h100-ib > my.json`)");
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_machine(text.str(), name_or_path);
+  const std::string text =
+      read_input_file("--machine", name_or_path,
+                      "give a machine file: a preset's is printed by `cpsim predict --print-machine h100-ib`");
+  return parse_machine(text, name_or_path);
 }
 
-namespace {
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
+Json machine_number(double x) {
+  const double rounded = std::stod(num(x));  // the files' 6 significant digits
+  if (rounded == std::floor(rounded) && std::fabs(rounded) < 1e15) return static_cast<std::int64_t>(rounded);
+  return rounded;
 }
-
-}  // namespace
 
 std::string machine_json(const Machine& m) {
-  std::ostringstream o;
-  auto field = [&](const char* key, double v, bool last = false) {
-    o << quoted(key) << ": " << num(v) << (last ? "" : ", ");
-  };
-  o << "{\n  \"name\": " << quoted(m.name) << ",\n  \"description\": " << quoted(m.description) << ",\n";
-  o << "  \"nodes\": {";
-  field("ranks_per_node", m.ranks_per_node);
-  field("max_nodes", m.max_nodes);
-  field("memory_gb", m.memory_gb, true);
-  o << "},\n  \"attention\": {";
+  Json j{{"name", m.name}, {"description", m.description}};
+  j["nodes"] = {{"ranks_per_node", machine_number(m.ranks_per_node)},
+                {"max_nodes", machine_number(m.max_nodes)},
+                {"memory_gb", machine_number(m.memory_gb)}};
+  Json& attention = j["attention"] = Json::object();
   const bool legacy = m.kernels.size() == 1 && m.kernels.front().head_dim == 0;
   if (legacy) {
     const KernelCurves& k = m.kernels.front();
-    field("forward_tflops", k.forward_full.tflops);
-    field("forward_half_len", k.forward_full.half_len);
-    field("backward_tflops", k.backward_full.tflops);
-    field("backward_half_len", k.backward_full.half_len);
+    attention["forward_tflops"] = machine_number(k.forward_full.tflops);
+    attention["forward_half_len"] = machine_number(k.forward_full.half_len);
+    attention["backward_tflops"] = machine_number(k.backward_full.tflops);
+    attention["backward_half_len"] = machine_number(k.backward_full.half_len);
   }
-  field("sm_count", m.sm_count);
-  field("tile_rows", m.tile_rows);
-  field("launch_us", m.launch_us, true);
-  o << "},\n";
+  attention["sm_count"] = machine_number(m.sm_count);
+  attention["tile_rows"] = machine_number(m.tile_rows);
+  attention["launch_us"] = machine_number(m.launch_us);
   if (!legacy)
     for (const KernelCurves& k : m.kernels) {
-      o << "  \"kernel_d" << k.head_dim << "\": {";
+      Json& section = j["kernel_d" + std::to_string(k.head_dim)] = Json::object();
       const KernelCurve* curves[] = {&k.forward_causal, &k.forward_full, &k.backward_causal, &k.backward_full};
       const char* names[] = {"forward_causal", "forward_full", "backward_causal", "backward_full"};
       for (int i = 0; i < 4; ++i) {
-        field((std::string(names[i]) + "_tflops").c_str(), curves[i]->tflops);
-        field((std::string(names[i]) + "_half_len").c_str(), curves[i]->half_len, i == 3);
+        section[std::string(names[i]) + "_tflops"] = machine_number(curves[i]->tflops);
+        section[std::string(names[i]) + "_half_len"] = machine_number(curves[i]->half_len);
       }
-      o << "},\n";
     }
-  o << "  \"memory\": {";
-  field("hbm_gbps", m.hbm_gbps, true);
-  o << "},\n  \"intra\": {";
-  field("gbps", m.intra.collective_gbps);
-  field("p2p_gbps", m.intra.p2p_gbps);
-  field("latency_us", m.intra.latency_us, true);
-  o << "},\n  \"inter\": {";
-  field("gbps", m.inter.p2p_gbps);
-  field("collective_gbps", m.inter.collective_gbps);
-  field("latency_us", m.inter.latency_us);
-  field("nics_per_node", m.nics_per_node, true);
-  o << "},\n  \"collective\": {";
-  field("base_latency_us", m.collective_base_us, true);
-  o << "},\n  \"contention\": {";
-  field("comm_sms", m.comm_sms, true);
-  o << "},\n  \"framework\": {";
-  field("step_us", m.step_us);
-  field("merge_bytes_per_element", m.merge_bytes_per_element);
-  field("grad_add_bytes_per_element", m.grad_add_bytes_per_element, true);
-  o << "},\n  \"sources\": {";
-  bool first = true;
-  for (const auto& [k, v] : m.sources) {
-    o << (first ? "\n" : ",\n") << "    " << quoted(k) << ": " << quoted(v);
-    first = false;
-  }
-  o << (first ? "" : "\n  ") << "}\n}\n";
-  return o.str();
+  j["memory"] = {{"hbm_gbps", machine_number(m.hbm_gbps)}};
+  j["intra"] = {{"gbps", machine_number(m.intra.collective_gbps)},
+                {"p2p_gbps", machine_number(m.intra.p2p_gbps)},
+                {"latency_us", machine_number(m.intra.latency_us)}};
+  j["inter"] = {{"gbps", machine_number(m.inter.p2p_gbps)},
+                {"collective_gbps", machine_number(m.inter.collective_gbps)},
+                {"latency_us", machine_number(m.inter.latency_us)},
+                {"nics_per_node", machine_number(m.nics_per_node)}};
+  j["collective"] = {{"base_latency_us", machine_number(m.collective_base_us)}};
+  j["contention"] = {{"comm_sms", machine_number(m.comm_sms)}};
+  j["framework"] = {{"step_us", machine_number(m.step_us)},
+                    {"merge_bytes_per_element", machine_number(m.merge_bytes_per_element)},
+                    {"grad_add_bytes_per_element", machine_number(m.grad_add_bytes_per_element)}};
+  Json& sources = j["sources"] = Json::object();
+  for (const auto& [k, v] : m.sources) sources[k] = v;
+  return json_text(j, true) + "\n";
 }
 
 void check_fits(const Machine& m, int ranks) {

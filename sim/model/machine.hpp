@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +98,8 @@ Machine parse_machine(const std::string& json, const std::string& origin);
 Machine load_machine(const std::string& name_or_path);
 // A machine as a machine file (what `cpsim calibrate` writes); parse_machine reads it back unchanged.
 std::string machine_json(const Machine& m);
+// A number as machine files write it: to 6 significant digits, a whole one as an integer (80, 3.4, 1e-06).
+nlohmann::ordered_json machine_number(double x);
 
 // Throws UsageError when C ranks do not fit the machine (more nodes than it has).
 void check_fits(const Machine& m, int ranks);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/core/error.hpp"
+#include "sim/core/json.hpp"
 #include "sim/model/cost.hpp"
 #include "sim/model/fit.hpp"
 #include "sim/model/machine.hpp"
@@ -31,40 +32,16 @@ struct Entry {
 };
 using Entries = std::vector<Entry>;
 
-std::string escaped(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 // The preset as a machine file: its sections in the order their fields first appear, then the sources.
 std::string preset_text(const std::string& name, const std::string& description, const Entries& entries) {
-  std::vector<std::string> sections;
+  Json j{{"name", name}, {"description", description}};
   for (const Entry& e : entries) {
-    const std::string s = e.field.substr(0, e.field.find('.'));
-    if (std::find(sections.begin(), sections.end(), s) == sections.end()) sections.push_back(s);
+    const auto dot = e.field.find('.');
+    j[e.field.substr(0, dot)][e.field.substr(dot + 1)] = machine_number(e.value);
   }
-  std::string out = "{\n  \"name\": \"" + name + "\",\n  \"description\": \"" + escaped(description) + "\",\n";
-  for (const std::string& s : sections) {
-    out += "  \"" + s + "\": {";
-    bool first = true;
-    for (const Entry& e : entries) {
-      if (e.field.substr(0, e.field.find('.')) != s) continue;
-      char v[32];
-      std::snprintf(v, sizeof v, "%.6g", e.value);
-      out += std::string(first ? "" : ", ") + "\"" + e.field.substr(s.size() + 1) + "\": " + v;
-      first = false;
-    }
-    out += "},\n";
-  }
-  out += "  \"sources\": {\n";
-  for (std::size_t i = 0; i < entries.size(); ++i)
-    out += "    \"" + entries[i].field + "\": \"" + escaped(entries[i].source) + "\"" +
-           (i + 1 < entries.size() ? ",\n" : "\n");
-  return out + "  }\n}\n";
+  Json& sources = j["sources"] = Json::object();
+  for (const Entry& e : entries) sources[e.field] = e.source;
+  return json_text(j, true) + "\n";
 }
 
 void add(Entries& to, const Entries& more) {

@@ -137,81 +137,81 @@ std::string format_report(const RunResult& r) {
   return os.str();
 }
 
-void write_runs(JsonWriter& j, std::span<const PosRun> runs) {
-  j.begin_array();
+Json runs_json(std::span<const PosRun> runs) {
+  Json j = Json::array();
   for (const PosRun& r : runs) {
     const bool one_block = r.count == r.width;
-    j.begin_array().value(r.first).value(r.count).value(one_block ? 1 : r.stride).value(one_block ? 1 : r.width);
-    j.end_array();
+    j.push_back(Json::array({r.first, r.count, one_block ? 1 : r.stride, one_block ? 1 : r.width}));
   }
-  j.end_array();
+  return j;
 }
 
-void write_json(JsonWriter& j, const RunResult& r) {
+Json run_json(const RunResult& r) {
   const RunConfig& cfg = r.config;
   const Problem& p = cfg.problem;
-  j.begin_object();
-  j.key("config").begin_object();
-  j.key("strategy").value(strategy_name(cfg.strategy)).key("sharding").value(sharding_name(p.sharding));
-  j.key("ranks").value(p.ranks).key("a2a").value(p.a2a_size(cfg.strategy)).key("kv_replicate").value(p.kv_replicate);
-  j.key("batch").value(p.batch).key("seq").value(p.seq).key("heads").value(p.heads).key("kv_heads").value(p.kv_heads);
-  j.key("head_dim").value(p.head_dim).key("dtype").value(dtype_name(p.dtype)).key("causal").value(p.causal);
+  Json c;
+  c["strategy"] = strategy_name(cfg.strategy);
+  c["sharding"] = sharding_name(p.sharding);
+  c["ranks"] = p.ranks;
+  c["a2a"] = p.a2a_size(cfg.strategy);
+  c["kv_replicate"] = p.kv_replicate;
+  c["batch"] = p.batch;
+  c["seq"] = p.seq;
+  c["heads"] = p.heads;
+  c["kv_heads"] = p.kv_heads;
+  c["head_dim"] = p.head_dim;
+  c["dtype"] = dtype_name(p.dtype);
+  c["causal"] = p.causal;
   const Documents docs = p.documents();
-  j.key("mask").value(p.mask().describe()).key("window").value(p.window);
+  c["mask"] = p.mask().describe();
+  c["window"] = p.window;
   const Mask mask = p.mask();
-  j.key("attention_mask").begin_object().key("kind").value(mask.causal() ? "causal" : "full");
-  j.key("window").value(mask.window());
-  if (mask.has_documents()) j.key("document_bounds").array(mask.bounds());  // cu_seqlens: [0, L1, L1 + L2, ..., S]
-  j.end_object();
-  j.key("layout").value(p.layout().describe());
-  if (p.sharding == Sharding::balanced) j.key("chunk").value(p.layout().balance_chunk());
+  Json& am = c["attention_mask"] = {{"kind", mask.causal() ? "causal" : "full"}, {"window", mask.window()}};
+  if (mask.has_documents()) am["document_bounds"] = mask.bounds();  // cu_seqlens: [0, L1, L1 + L2, ..., S]
+  c["layout"] = p.layout().describe();
+  if (p.sharding == Sharding::balanced) c["chunk"] = p.layout().balance_chunk();
   if (!docs.empty()) {
-    j.key("documents").array(docs.lengths).key("padded_documents").array(docs.padded);
-    j.key("padding").value(docs.padding());
+    c["documents"] = docs.lengths;
+    c["padded_documents"] = docs.padded;
+    c["padding"] = docs.padding();
   }
-  j.key("backend").value(backend_name(cfg.backend)).key("backward").value(cfg.backward);
-  j.key("seed").value(static_cast<std::int64_t>(cfg.seed));
-  if (!cfg.machine.empty()) j.key("machine").value(cfg.machine);  // modeled, not measured
-  j.end_object();
-  j.key("ranks").begin_array();
+  c["backend"] = backend_name(cfg.backend);
+  c["backward"] = cfg.backward;
+  c["seed"] = static_cast<std::int64_t>(cfg.seed);
+  if (!cfg.machine.empty()) c["machine"] = cfg.machine;  // modeled, not measured
+  Json j{{"config", std::move(c)}, {"ranks", Json::array()}};
   for (const RankReport& rk : r.ranks) {
     const Recorder& s = rk.stats;
-    j.begin_object().key("rank").value(rk.rank);
-    j.key("position_runs");
-    write_runs(j, rk.positions.runs());
-    j.key("positions_text").value(rk.positions.text());
-    j.key("work").begin_object();
+    Json rank{{"rank", rk.rank}, {"position_runs", runs_json(rk.positions.runs())}};
+    rank["positions_text"] = rk.positions.text();
+    Json& work = rank["work"] = Json::object();
     for (const char* phase : {"forward", "backward"}) {
       const WorkCounts w = phase_work(s, phase);
-      j.key(phase).begin_object().key("pairs").value(w.pairs).key("flops").value(w.flops);
-      j.key("blocks").value(w.calls).key("skipped_blocks").value(w.skipped_calls);
-      j.key("tiles_computed").value(w.tiles_computed).key("tiles_skipped").value(w.tiles_skipped);
-      j.key("per_step").begin_array();
+      Json per_step = Json::array();
       for (const auto& sw : s.step_work())
-        if (sw.phase == phase)
-          j.begin_object().key("step").value(sw.step).key("pairs").value(sw.work.pairs).end_object();
-      j.end_array().end_object();
+        if (sw.phase == phase) per_step.push_back({{"step", sw.step}, {"pairs", sw.work.pairs}});
+      work[phase] = {{"pairs", w.pairs},
+                     {"flops", w.flops},
+                     {"blocks", w.calls},
+                     {"skipped_blocks", w.skipped_calls},
+                     {"tiles_computed", w.tiles_computed},
+                     {"tiles_skipped", w.tiles_skipped},
+                     {"per_step", std::move(per_step)}};
     }
-    j.end_object();
-    j.key("bytes_sent").value(s.comm_counts().bytes_sent).key("bytes_received").value(s.comm_counts().bytes_received);
-    j.key("messages_sent").value(s.comm_counts().messages_sent);
-    j.key("calls").begin_object();
-    for (const auto& [k, n] : s.comm_counts().calls) j.key(k).value(n);
-    j.end_object();
-    j.key("peak_bytes").value(s.peak_bytes());
-    j.key("time_ms").begin_object();
-    for (const auto& [k, us] : s.phase_us()) j.key(k).value(us / 1000.0);
-    j.key("idle").value(s.idle_us() / 1000.0).end_object();
-    j.end_object();
+    rank["bytes_sent"] = s.comm_counts().bytes_sent;
+    rank["bytes_received"] = s.comm_counts().bytes_received;
+    rank["messages_sent"] = s.comm_counts().messages_sent;
+    Json& calls = rank["calls"] = Json::object();
+    for (const auto& [k, n] : s.comm_counts().calls) calls[k] = n;
+    rank["peak_bytes"] = s.peak_bytes();
+    Json& time = rank["time_ms"] = Json::object();
+    for (const auto& [k, us] : s.phase_us()) time[k] = us / 1000.0;
+    time["idle"] = s.idle_us() / 1000.0;
+    j["ranks"].push_back(std::move(rank));
   }
-  j.end_array();
-  if (r.check.ran) {
-    const CheckReport& c = r.check;
-    j.key("check");
-    write_check_json(j, c);
-  }
-  j.key("wall_ms").value(r.wall_ms);
-  j.end_object();
+  if (r.check.ran) j["check"] = check_json(r.check);
+  j["wall_ms"] = r.wall_ms;
+  return j;
 }
 
 }  // namespace cpsim

@@ -9,10 +9,10 @@
 
 namespace cpsim {
 
-std::string format_report(const RunResult& r);       // text for an 80..120-column terminal
-std::string format_check(const RunResult& r);        // the check section alone (with per-rank CORRECT/ERROR)
-void write_json(JsonWriter& j, const RunResult& r);  // {config, ranks, check, wall_ms}
+std::string format_report(const RunResult& r);  // text for an 80..120-column terminal
+std::string format_check(const RunResult& r);   // the check section alone (with per-rank CORRECT/ERROR)
+Json run_json(const RunResult& r);              // {config, ranks, check, wall_ms}
 // Position runs as [[first, count, stride, width], ...] (one block written as [first, count, 1, 1]).
-void write_runs(JsonWriter& j, std::span<const PosRun> runs);
+Json runs_json(std::span<const PosRun> runs);
 
 }  // namespace cpsim

@@ -38,8 +38,8 @@ TEST_CASE("bench inputs --json carries each dtype's times, speedup and differing
   CHECK(count(r.out, "\"bench\":\"inputs\",\"samples\":3000,\"vector_isa\":\"") == 1);
   CHECK(count(r.out, "\"dtype\":") == 3);
   CHECK(count(r.out, "\"differing\":0") == 3);
-  for (double ns : values_after(r.out, "\"fast_ns_per_sample\":")) CHECK(ns > 0);
-  CHECK(values_after(r.out, "\"speedup\":").size() == 3);
+  for (double ns : values_after(r.out, "fast_ns_per_sample")) CHECK(ns > 0);
+  CHECK(values_after(r.out, "speedup").size() == 3);
 }
 
 TEST_CASE("bench inputs refuses a sample count it cannot hold, in one line with a fix") {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/json.hpp"
+
 namespace cpsim::test {
 
 struct CliResult {
@@ -49,11 +51,20 @@ inline int count(const std::string& s, const std::string& what) {
   return n;
 }
 
-// Every number that follows `key` (e.g. "\"calls_per_run\":") in a JSON text.
-inline std::vector<double> values_after(const std::string& s, const std::string& key) {
+// Every number under `key` (e.g. "calls_per_run"), in document order at any depth, of a JSON text; the text is
+// read as cpsim reads its inputs (sim/core/json.hpp), so one that is not valid JSON fails the test.
+inline std::vector<double> values_after(const std::string& json, const std::string& key) {
   std::vector<double> out;
-  for (std::size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + 1))
-    out.push_back(std::stod(s.substr(at + key.size())));
+  const auto walk = [&](const auto& self, const Json& j) -> void {
+    if (j.is_object())
+      for (const auto& item : j.items()) {
+        if (item.key() == key && item.value().is_number()) out.push_back(item.value().get<double>());
+        self(self, item.value());
+      }
+    if (j.is_array())
+      for (const Json& x : j) self(self, x);
+  };
+  walk(walk, parse_json(json, "the output", "cpsim wrote it, so its writer is wrong"));
   return out;
 }
 

@@ -30,29 +30,30 @@ model::PlanSpec llama_spec(int ranks, const char* machine, std::int64_t seq) {
 TEST_CASE("cpsim plan lists the five fastest candidates that fit, as the model ranks them, with exact memory") {
   const auto r = run_cli("plan --machine h100-ib --ranks 16 --heads 32 --kv-heads 8 --seq 256K --json", "plan_json");
   REQUIRE(r.rc == 0);
-  const auto j = cpsim::test::JsonReader::parse(r.out);
+  const auto j = cpsim::test::parse_output(r.out);
   const model::Plan plan = model::plan(llama_spec(16, "h100-ib", 256 << 10));
-  const auto& fastest = j["fastest"].arr;
+  const auto& fastest = j["fastest"];
   REQUIRE(fastest.size() == 5);
-  CHECK(static_cast<std::size_t>(j["searched"].num) ==
+  CHECK(static_cast<std::size_t>(j["searched"].get<double>()) ==
         model::plan_candidates(llama_spec(16, "h100-ib", 1).problem).size());
   for (std::size_t i = 0; i < fastest.size(); ++i) {
     CAPTURE(i);
     const model::PlanEntry& e = plan.fits[i];
-    CHECK(fastest[i]["candidate"].str == e.candidate.label);
-    CHECK(fastest[i]["time_ms"].num == doctest::Approx(e.cell.total_us / 1e3));
-    if (i > 0) CHECK(fastest[i]["time_ms"].num >= fastest[i - 1]["time_ms"].num);
+    CHECK(fastest[i]["candidate"].get<std::string>() == e.candidate.label);
+    CHECK(fastest[i]["time_ms"].get<double>() == doctest::Approx(e.cell.total_us / 1e3));
+    if (i > 0) CHECK(fastest[i]["time_ms"].get<double>() >= fastest[i - 1]["time_ms"].get<double>());
     // The attention memory is the counting run's peak for that candidate.
     Problem p = llama_spec(16, "h100-ib", 256 << 10).problem;
     p.sharding = e.candidate.sharding;
     p.kv_replicate = e.candidate.kv_replicate;
-    CHECK(static_cast<std::int64_t>(fastest[i]["attention_bytes"].num) ==
+    CHECK(static_cast<std::int64_t>(fastest[i]["attention_bytes"].get<double>()) ==
           model::count_cell(p, e.candidate.strategy, true).peak_bytes);
   }
   // Ulysses cannot split 8 KV heads over 16 ranks: its rejection says so.
   bool ulysses = false;
-  for (const auto& rej : j["rejected"].arr)
-    ulysses = ulysses || (rej["kind"].str == "ulysses" && rej["why"].str.find("Nkv % 16") != std::string::npos);
+  for (const auto& rej : j["rejected"])
+    ulysses = ulysses || (rej["kind"].get<std::string>() == "ulysses" &&
+                          rej["why"].get<std::string>().find("Nkv % 16") != std::string::npos);
   CHECK(ulysses);
 }
 

@@ -1,11 +1,6 @@
 // `cpsim predict`: the blog post's table by default, the same numbers as the model in --json, one-line errors.
-// (Numbers are read from the JSON as text: Boost's numeric getters trip -Wmaybe-uninitialized in sanitizer builds.)
 #include <doctest/doctest.h>
 
-// Boost.PropertyTree's JSON parser includes the deprecated <boost/bind.hpp>; this keeps its notice out of the build.
-#define BOOST_BIND_GLOBAL_PLACEHOLDERS
-#include <boost/property_tree/json_parser.hpp>
-#include <boost/property_tree/ptree.hpp>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -37,9 +32,7 @@ TEST_CASE("cpsim predict --json carries the numbers the model computes") {
   const auto r = run_cli("predict --seqs 16K,32K --strategies ulysses,ring,hybrid:4 --json", "predict_json");
   REQUIRE(r.rc == 0);
   CHECK(count_lines(r.out) == 1);
-  boost::property_tree::ptree root;
-  std::istringstream in(r.out);
-  boost::property_tree::read_json(in, root);
+  const Json root = cpsim::test::parse_output(r.out);
 
   model::PredictSpec spec;
   spec.problem.ranks = 8;
@@ -52,17 +45,17 @@ TEST_CASE("cpsim predict --json carries the numbers the model computes") {
   const model::PredictTable t = model::predict(spec);
 
   std::size_t i = 0, cells = 0;
-  for (const auto& [_, row] : root.get_child("rows")) {
-    CHECK(std::stoll(row.get<std::string>("seq")) == spec.seqs[i]);
+  for (const Json& row : root.at("rows")) {
+    CHECK(row.at("seq").get<std::int64_t>() == spec.seqs[i]);
     const int best = model::fastest(t, i, 3, true);
     const auto& best_choice = spec.strategies[static_cast<std::size_t>(best)];
-    CHECK(row.get<std::string>("fastest_total") == model::choice_label(best_choice, 8));
+    CHECK(row.at("fastest_total").get<std::string>() == model::choice_label(best_choice, 8));
     std::size_t j = 0;
-    for (const auto& [__, cell] : row.get_child("cells")) {
+    for (const Json& cell : row.at("cells")) {
       const model::Cell& c = t.cells[i * 3 + j];
-      CHECK(std::stod(cell.get<std::string>("forward_ms")) == doctest::Approx(c.forward_us / 1e3));
-      CHECK(std::stod(cell.get<std::string>("total_ms")) == doctest::Approx(c.total_us / 1e3));
-      CHECK(std::stoll(cell.get<std::string>("peak_bytes")) == c.peak_bytes);
+      CHECK(cell.at("forward_ms").get<double>() == doctest::Approx(c.forward_us / 1e3));
+      CHECK(cell.at("total_ms").get<double>() == doctest::Approx(c.total_us / 1e3));
+      CHECK(cell.at("peak_bytes").get<std::int64_t>() == c.peak_bytes);
       ++j;
       ++cells;
     }
@@ -102,18 +95,18 @@ TEST_CASE("cpsim predict --trace writes the modeled timeline of one run as a tra
   const auto r = run_cli("predict --ranks 4 --seq 16K --strategies ring --trace " + path, "predict_trace");
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("Wrote the modeled trace to " + path) != std::string::npos);
-  const auto t = cpsim::test::JsonReader::parse(cpsim::test::slurp(path));
+  const auto t = cpsim::test::parse_output(cpsim::test::slurp(path));
   const auto& cfg = t["otherData"]["run"]["config"];
-  CHECK(cfg["machine"].str == "h100-sxm-8");
-  CHECK(cfg["strategy"].str == "ring");
-  CHECK(t["otherData"]["run"]["ranks"].arr.size() == 4);
+  CHECK(cfg["machine"].get<std::string>() == "h100-sxm-8");
+  CHECK(cfg["strategy"].get<std::string>() == "ring");
+  CHECK(t["otherData"]["run"]["ranks"].size() == 4);
   // The ring's pattern on every rank: C-1 K/V sends forward, C-1 K/V and C-1 dK/dV backward.
   int isends[4] = {0, 0, 0, 0}, attention[4] = {0, 0, 0, 0};
-  for (const auto& e : t["traceEvents"].arr) {
-    if (!e.has("pid") || !e.has("name")) continue;
-    const int pid = static_cast<int>(e["pid"].num);
-    if (e["name"].str == "isend") ++isends[pid];
-    if (e["name"].str == "attention_forward") ++attention[pid];
+  for (const auto& e : t["traceEvents"]) {
+    if (!e.contains("pid") || !e.contains("name")) continue;
+    const int pid = static_cast<int>(e["pid"].get<double>());
+    if (e["name"].get<std::string>() == "isend") ++isends[pid];
+    if (e["name"].get<std::string>() == "attention_forward") ++attention[pid];
   }
   for (int k = 0; k < 4; ++k) {
     CHECK(isends[k] == 3 * 3);
@@ -200,7 +193,7 @@ TEST_CASE(
   const auto r =
       run_cli("predict --seqs 16K,64K --strategies ulysses,ring,hybrid:4 --sensitivity --json", "predict_sens");
   REQUIRE(r.rc == 0);
-  const auto j = cpsim::test::JsonReader::parse(r.out);
+  const auto j = cpsim::test::parse_output(r.out);
   model::PredictSpec spec;
   spec.problem.ranks = 8;
   spec.problem.heads = spec.problem.kv_heads = 64;
@@ -213,23 +206,23 @@ TEST_CASE(
   const model::PredictTable t = model::predict(spec);
   const model::Sensitivity s = model::sensitivity(spec, t);
   const auto& sens = j["sensitivity"];
-  CHECK(sens["move"].num == doctest::Approx(0.25));
-  REQUIRE(sens["cells"].arr.size() == 6);
+  CHECK(sens["move"].get<double>() == doctest::Approx(0.25));
+  REQUIRE(sens["cells"].size() == 6);
   for (std::size_t k = 0; k < 6; ++k) {
-    CHECK(sens["cells"].arr[k]["low_ms"].num == doctest::Approx(s.lo_us[k] / 1e3));
-    CHECK(sens["cells"].arr[k]["high_ms"].num == doctest::Approx(s.hi_us[k] / 1e3));
+    CHECK(sens["cells"][k]["low_ms"].get<double>() == doctest::Approx(s.lo_us[k] / 1e3));
+    CHECK(sens["cells"][k]["high_ms"].get<double>() == doctest::Approx(s.hi_us[k] / 1e3));
     CHECK(s.lo_us[k] < t.cells[k].total_us);  // a faster kernel helps every cell
     CHECK(s.hi_us[k] > t.cells[k].total_us);
   }
-  REQUIRE(sens["parameters"].arr.size() == s.params.size());
+  REQUIRE(sens["parameters"].size() == s.params.size());
   for (std::size_t i = 0; i < s.params.size(); ++i) {
-    CHECK(sens["parameters"].arr[i]["field"].str == s.params[i].field);
+    CHECK(sens["parameters"][i]["field"].get<std::string>() == s.params[i].field);
     // Each move that changes a row's fastest choice is listed, and only those.
     std::size_t changes = 0;
     for (std::size_t row = 0; row < 2; ++row)
       changes += (s.params[i].fastest_minus[row] != s.fastest_base[row]) +
                  (s.params[i].fastest_plus[row] != s.fastest_base[row]);
-    CHECK(sens["parameters"].arr[i]["fastest_changes"].arr.size() == changes);
+    CHECK(sens["parameters"][i]["fastest_changes"].size() == changes);
   }
   // The kernel's rate is among the costs that matter; the network of a one-node machine is not.
   bool kernel = false;

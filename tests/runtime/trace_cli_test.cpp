@@ -7,7 +7,6 @@
 #include "../cli/run_cli.hpp"
 #include "json_reader.hpp"
 
-using cpsim::test::JsonReader;
 using cpsim::test::run_cli;
 using cpsim::test::slurp;
 
@@ -21,10 +20,10 @@ TEST_CASE("cpsim run --trace writes a trace with every rank's events and says wh
   const auto r = run_cli("run --strategy ulysses --ranks 2 --seq 16 --backward --trace " + path, "trace1");
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("Wrote the trace to " + path) != std::string::npos);
-  const auto t = JsonReader::parse(slurp(path));
+  const auto t = cpsim::test::parse_output(slurp(path));
   int a2a[2] = {0, 0};
-  for (const auto& e : t["traceEvents"].arr)
-    if (e["name"].str == "all_to_all") ++a2a[static_cast<int>(e["pid"].num)];
+  for (const auto& e : t["traceEvents"])
+    if (e["name"].get<std::string>() == "all_to_all") ++a2a[static_cast<int>(e["pid"].get<double>())];
   CHECK(a2a[0] == 8);  // 4 forward + 4 backward
   CHECK(a2a[1] == 8);
   std::filesystem::remove(path);

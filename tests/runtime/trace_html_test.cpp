@@ -11,7 +11,6 @@
 #include "sim/runtime/trace.hpp"
 
 using namespace cpsim;
-using test::JsonReader;
 
 namespace {
 
@@ -78,19 +77,19 @@ TEST_CASE("the page's trace block is the trace JSON, and a benchmark becomes a s
   const RunResult r = small_run();
   const std::string bench = R"({"config":{"ranks":2},"results":[{"seq":16,"strategy":"ring","fwd_ms":1}]})";
   const std::string page = html_page(r, bench);
-  const auto trace = JsonReader::parse(block(page, "cpsim-trace"));
-  CHECK(trace["traceEvents"].arr.size() == JsonReader::parse(trace_json(r))["traceEvents"].arr.size());
-  CHECK(trace["otherData"]["run"]["config"]["strategy"].str == "ring");
-  CHECK(JsonReader::parse(block(page, "cpsim-bench"))["results"][0]["fwd_ms"].num == 1);
+  const auto trace = cpsim::test::parse_output(block(page, "cpsim-trace"));
+  CHECK(trace["traceEvents"].size() == cpsim::test::parse_output(trace_json(r))["traceEvents"].size());
+  CHECK(trace["otherData"]["run"]["config"]["strategy"].get<std::string>() == "ring");
+  CHECK(cpsim::test::parse_output(block(page, "cpsim-bench"))["results"][0]["fwd_ms"].get<double>() == 1);
   CHECK(html_page(r).find("<script id=\"cpsim-bench\"") == std::string::npos);
 }
 
 TEST_CASE("a string holding </script> in the trace cannot end the data block early") {
   const std::string page = html_page(result_with_event("</script><b>x"));
   CHECK(occurrences(page, "</script>") == occurrences(page, "<script"));
-  const auto trace = JsonReader::parse(block(page, "cpsim-trace"));
+  const auto trace = cpsim::test::parse_output(block(page, "cpsim-trace"));
   bool found = false;
-  for (const auto& e : trace["traceEvents"].arr) found = found || e["name"].str == "</script><b>x";
+  for (const auto& e : trace["traceEvents"]) found = found || e["name"].get<std::string>() == "</script><b>x";
   CHECK(found);
 }
 

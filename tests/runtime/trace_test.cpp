@@ -10,8 +10,6 @@
 #include "sim/core/error.hpp"
 
 using namespace cpsim;
-using test::JsonReader;
-using test::Value;
 
 namespace {
 
@@ -35,32 +33,33 @@ RunConfig traced(StrategyKind s, Sharding sh, int C, bool backward, Backend be =
 }
 
 struct Parsed {
-  Value root;
-  std::vector<const Value*> events;  // the complete ("X") events
+  Json root;
+  std::vector<const Json*> events;  // the complete ("X") events
 };
 
 Parsed parse(const RunResult& r) {
-  Parsed p{JsonReader::parse(trace_json(r)), {}};
-  for (const Value& e : p.root["traceEvents"].arr)
-    if (e["ph"].str == "X") p.events.push_back(&e);
+  Parsed p{cpsim::test::parse_output(trace_json(r)), {}};
+  for (const Json& e : p.root["traceEvents"])
+    if (e["ph"].get<std::string>() == "X") p.events.push_back(&e);
   return p;
 }
 
 // Events of one rank and lane, optionally only those named `name` and of one phase.
 int count(const Parsed& p, int rank, int lane, const std::string& name = "", const std::string& phase = "") {
-  return static_cast<int>(std::count_if(p.events.begin(), p.events.end(), [&](const Value* e) {
-    return (*e)["pid"].num == rank && (*e)["tid"].num == lane && (name.empty() || (*e)["name"].str == name) &&
-           (phase.empty() || (*e)["args"]["phase"].str == phase);
+  return static_cast<int>(std::count_if(p.events.begin(), p.events.end(), [&](const Json* e) {
+    return (*e)["pid"].get<double>() == rank && (*e)["tid"].get<double>() == lane &&
+           (name.empty() || (*e)["name"].get<std::string>() == name) &&
+           (phase.empty() || (*e)["args"]["phase"].get<std::string>() == phase);
   }));
 }
 
 // [[first, count, stride, width], ...] back into positions.
-Positions runs_of(const Value& runs) {
+Positions runs_of(const Json& runs) {
   Positions p;
-  for (const Value& r : runs.arr) {
-    REQUIRE(r.arr.size() == 4);
-    p.append(PosRun{static_cast<std::int64_t>(r[0].num), static_cast<std::int64_t>(r[1].num),
-                    static_cast<std::int64_t>(r[2].num), static_cast<std::int64_t>(r[3].num)});
+  for (const Json& r : runs) {
+    REQUIRE(r.size() == 4);
+    p.append(PosRun{static_cast<std::int64_t>(r[0].get<double>()), static_cast<std::int64_t>(r[1].get<double>()),
+                    static_cast<std::int64_t>(r[2].get<double>()), static_cast<std::int64_t>(r[3].get<double>())});
   }
   return p;
 }
@@ -187,23 +186,23 @@ TEST_CASE("the hybrid records no event outside a step: its all-to-alls in steps 
 
 TEST_CASE("every trace event has the fields of the Chrome trace event format") {
   const RunResult r = run(traced(StrategyKind::hybrid, Sharding::zigzag, 4, true));
-  const Value root = JsonReader::parse(trace_json(r));
-  CHECK(root["displayTimeUnit"].str == "ms");
+  const Json root = cpsim::test::parse_output(trace_json(r));
+  CHECK(root["displayTimeUnit"].get<std::string>() == "ms");
   int complete = 0, names = 0;
-  for (const Value& e : root["traceEvents"].arr) {
+  for (const Json& e : root["traceEvents"]) {
     REQUIRE(e["name"].is_string());
     REQUIRE(e["pid"].is_number());
-    const std::string& ph = e["ph"].str;
+    const std::string& ph = e["ph"].get<std::string>();
     CHECK((ph == "X" || ph == "M"));
-    CHECK(e["args"].type == Value::Type::object);
+    CHECK(e["args"].is_object());
     if (ph == "X") {
       ++complete;
-      CHECK(e["tid"].num >= 0);
-      CHECK(e["tid"].num <= 3);
-      CHECK(e["ts"].num >= 0);
-      CHECK(e["dur"].num >= 0);
+      CHECK(e["tid"].get<double>() >= 0);
+      CHECK(e["tid"].get<double>() <= 3);
+      CHECK(e["ts"].get<double>() >= 0);
+      CHECK(e["dur"].get<double>() >= 0);
       CHECK(e["cat"].is_string());
-    } else if (e["name"].str == "process_name" || e["name"].str == "thread_name") {
+    } else if (e["name"].get<std::string>() == "process_name" || e["name"].get<std::string>() == "thread_name") {
       ++names;
       CHECK(e["args"]["name"].is_string());
     }
@@ -219,13 +218,13 @@ TEST_CASE("compute events carry position runs, kind and pairs that add up to the
   std::int64_t all = 0;
   for (const RankReport& rk : r.ranks) {
     std::int64_t pairs = 0;
-    for (const Value* e : p.events) {
-      if ((*e)["pid"].num != rk.rank || (*e)["tid"].num != kLaneCompute) continue;
-      const Value& a = (*e)["args"];
-      CHECK(!a["q_runs"].arr.empty());
-      CHECK(!a["k_runs"].arr.empty());
+    for (const Json* e : p.events) {
+      if ((*e)["pid"].get<double>() != rk.rank || (*e)["tid"].get<double>() != kLaneCompute) continue;
+      const Json& a = (*e)["args"];
+      CHECK(!a["q_runs"].empty());
+      CHECK(!a["k_runs"].empty());
       CHECK(a["kind"].is_string());
-      pairs += static_cast<std::int64_t>(a["pairs"].num);
+      pairs += static_cast<std::int64_t>(a["pairs"].get<double>());
     }
     CHECK(pairs == rk.stats.total_work().pairs);
     all += pairs;
@@ -237,24 +236,25 @@ TEST_CASE("step slices lie inside their phase and end where the next step starts
   const Parsed p = parse(run(traced(StrategyKind::ring, Sharding::zigzag, 4, true)));
   for (int r = 0; r < 4; ++r) {
     for (const std::string phase : {"forward", "backward"}) {
-      const Value* ph = nullptr;
-      std::vector<const Value*> steps;
-      for (const Value* e : p.events)
-        if ((*e)["pid"].num == r && (*e)["tid"].num == kLaneSteps && (*e)["args"]["phase"].str == phase) {
-          if ((*e)["cat"].str == "phase")
+      const Json* ph = nullptr;
+      std::vector<const Json*> steps;
+      for (const Json* e : p.events)
+        if ((*e)["pid"].get<double>() == r && (*e)["tid"].get<double>() == kLaneSteps &&
+            (*e)["args"]["phase"].get<std::string>() == phase) {
+          if ((*e)["cat"].get<std::string>() == "phase")
             ph = e;
           else
             steps.push_back(e);
         }
       REQUIRE(ph != nullptr);
       REQUIRE(steps.size() == 4);
-      const double lo = (*ph)["ts"].num, hi = lo + (*ph)["dur"].num;
+      const double lo = (*ph)["ts"].get<double>(), hi = lo + (*ph)["dur"].get<double>();
       for (std::size_t i = 0; i < steps.size(); ++i) {
-        const double s = (*steps[i])["ts"].num, end = s + (*steps[i])["dur"].num;
-        CHECK((*steps[i])["args"]["step"].num == static_cast<double>(i));
+        const double s = (*steps[i])["ts"].get<double>(), end = s + (*steps[i])["dur"].get<double>();
+        CHECK((*steps[i])["args"]["step"].get<double>() == static_cast<double>(i));
         CHECK(s >= lo);
         CHECK(end <= hi + 0.002);  // times are written to the nanosecond
-        if (i + 1 < steps.size()) CHECK(end == doctest::Approx((*steps[i + 1])["ts"].num).epsilon(1e-9));
+        if (i + 1 < steps.size()) CHECK(end == doctest::Approx((*steps[i + 1])["ts"].get<double>()).epsilon(1e-9));
       }
     }
   }
@@ -263,23 +263,24 @@ TEST_CASE("step slices lie inside their phase and end where the next step starts
 TEST_CASE("the trace's metadata holds the config, each rank's spans and stats matching its events") {
   const RunResult r = run(traced(StrategyKind::ring, Sharding::zigzag, 4, true));
   const Parsed p = parse(r);
-  const Value& other = p.root["otherData"];
-  CHECK(other["generator"].str == "cpsim");
-  CHECK(other["format_version"].num == kTraceFormatVersion);
-  const Value& run_meta = other["run"];
-  CHECK(run_meta["config"]["strategy"].str == "ring");
-  CHECK(run_meta["config"]["ranks"].num == 4);
-  CHECK(run_meta["config"]["sharding"].str == "zigzag");
+  const Json& other = p.root["otherData"];
+  CHECK(other["generator"].get<std::string>() == "cpsim");
+  CHECK(other["format_version"].get<double>() == kTraceFormatVersion);
+  const Json& run_meta = other["run"];
+  CHECK(run_meta["config"]["strategy"].get<std::string>() == "ring");
+  CHECK(run_meta["config"]["ranks"].get<double>() == 4);
+  CHECK(run_meta["config"]["sharding"].get<std::string>() == "zigzag");
   for (const RankReport& rk : r.ranks) {
-    const Value& m = run_meta["ranks"][static_cast<std::size_t>(rk.rank)];
+    const Json& m = run_meta["ranks"][static_cast<std::size_t>(rk.rank)];
     CHECK(runs_of(m["position_runs"]) == rk.positions);
-    CHECK(m["positions_text"].str == rk.positions.text());
+    CHECK(m["positions_text"].get<std::string>() == rk.positions.text());
     double sent = 0;
-    for (const Value* e : p.events)
-      if ((*e)["pid"].num == rk.rank && (*e)["tid"].num == kLaneComm) sent += (*e)["args"]["bytes_sent"].num;
-    CHECK(m["bytes_sent"].num == sent);
-    CHECK(m["peak_bytes"].num == rk.stats.peak_bytes());
-    CHECK(m["peak_bytes"].num > 0);
+    for (const Json* e : p.events)
+      if ((*e)["pid"].get<double>() == rk.rank && (*e)["tid"].get<double>() == kLaneComm)
+        sent += (*e)["args"]["bytes_sent"].get<double>();
+    CHECK(m["bytes_sent"].get<double>() == sent);
+    CHECK(m["peak_bytes"].get<double>() == rk.stats.peak_bytes());
+    CHECK(m["peak_bytes"].get<double>() > 0);
   }
 }
 
@@ -306,24 +307,24 @@ TEST_CASE("a striped trace under documents and a window stays small: positions a
   c.problem.window = 300;
   const RunResult r = run(c);
   const Parsed p = parse(r);
-  const Value& cfg = p.root["otherData"]["run"]["config"];
-  CHECK(cfg["attention_mask"]["kind"].str == "causal");
-  CHECK(cfg["attention_mask"]["window"].num == 300);
-  REQUIRE(cfg["attention_mask"]["document_bounds"].arr.size() == 4);
-  CHECK(cfg["attention_mask"]["document_bounds"][1].num == 1024);
-  CHECK(cfg["attention_mask"]["document_bounds"][3].num == 4096);
+  const Json& cfg = p.root["otherData"]["run"]["config"];
+  CHECK(cfg["attention_mask"]["kind"].get<std::string>() == "causal");
+  CHECK(cfg["attention_mask"]["window"].get<double>() == 300);
+  REQUIRE(cfg["attention_mask"]["document_bounds"].size() == 4);
+  CHECK(cfg["attention_mask"]["document_bounds"][1].get<double>() == 1024);
+  CHECK(cfg["attention_mask"]["document_bounds"][3].get<double>() == 4096);
   for (const RankReport& rk : r.ranks) {
-    const Value& m = p.root["otherData"]["run"]["ranks"][static_cast<std::size_t>(rk.rank)];
-    CHECK(m["position_runs"].arr.size() == 1);  // 1024 positions r, r+4, ...: one strided run
+    const Json& m = p.root["otherData"]["run"]["ranks"][static_cast<std::size_t>(rk.rank)];
+    CHECK(m["position_runs"].size() == 1);  // 1024 positions r, r+4, ...: one strided run
     CHECK(runs_of(m["position_runs"]) == rk.positions);
   }
   std::size_t calls = 0;
-  for (const Value* e : p.events) {
-    if ((*e)["tid"].num != kLaneCompute) continue;
+  for (const Json* e : p.events) {
+    if ((*e)["tid"].get<double>() != kLaneCompute) continue;
     ++calls;
-    const Value& a = (*e)["args"];
-    CHECK(a["q_runs"].arr.size() <= 2);  // a strided run (or the rows of it that see a key), never one per token
-    CHECK(a["k_runs"].arr.size() <= 2);
+    const Json& a = (*e)["args"];
+    CHECK(a["q_runs"].size() <= 2);  // a strided run (or the rows of it that see a key), never one per token
+    CHECK(a["k_runs"].size() <= 2);
   }
   CHECK(calls > 0);
   CHECK(trace_json(r).size() < 64 * 1024);
