@@ -168,7 +168,7 @@ struct Printer {
               << fixed(m.memory_gb * 1e9 / (1 << 30), 1) << " GiB) a GPU holds\n";
     std::set<std::string> reasons;
     for (const Cell& c : t.cells)
-      if (!c.valid) reasons.insert(c.why_not);
+      if (!c.valid && c.why_not) reasons.insert(in_predict_terms(*c.why_not));
     for (const auto& r : reasons) std::cout << "n/a: " << r << "\n";
     if (sens != nullptr) {
       std::cout << "\n";
@@ -233,7 +233,7 @@ struct Printer {
         const Cell& x = cell(i, c);
         j.begin_object().key("strategy").value(labels[c]).key("valid").value(x.valid);
         if (!x.valid) {
-          j.key("why_not").value(x.why_not).end_object();
+          j.key("why_not").value(x.why_not ? in_predict_terms(*x.why_not) : "").end_object();
           continue;
         }
         j.key("forward_ms").value(x.forward_us / 1e3);

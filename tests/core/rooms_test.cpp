@@ -19,8 +19,8 @@ const std::map<std::string, std::set<std::string>> kBelow{
     {"kernels", {"core"}},
     {"comm", {"core"}},
     {"strategies", {"core", "layout", "kernels", "comm"}},
-    {"runtime", {"core", "layout", "kernels", "comm", "strategies"}},
-    {"model", {"core", "layout", "kernels", "comm", "strategies", "runtime"}},
+    {"model", {"core", "layout", "kernels", "comm", "strategies"}},
+    {"runtime", {"core", "layout", "kernels", "comm", "strategies", "model"}},
     {"cuda", {"core", "kernels", "comm"}},
     {"cli", {"core", "layout", "kernels", "comm", "strategies", "runtime", "model", "cuda"}},
 };
