@@ -11,7 +11,6 @@
 #include "lessons/common/lesson.hpp"
 #include "sim/core/bytes.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/runtime/stepper.hpp"
 #include "sim/strategies/heads_exchange.hpp"
@@ -102,11 +101,10 @@ void show_refusal(Problem p, int C) {
   p.seq = 2 * C;       // the smallest sequence the layout accepts, so that only the heads can object
   p.docs = DocSpec{};  // nor the documents of --docs (they sum to the lesson's S)
   try {
-    const QuotingCpsimRun as_cpsim_run;  // the refusal as cpsim run words it
     validate(p, StrategyKind::ulysses);
     lesson::expect(false, "ulysses refuses C=" + std::to_string(C));
   } catch (const UsageError& e) {
-    std::cout << "  C=" << C << ": UsageError\n" << lesson::wrap(e.what(), 78, "    ");
+    std::cout << "  C=" << C << ": UsageError\n" << lesson::wrap(e.what(), 78, "    ");  // what(): as cpsim run words it
   }
 }
 

@@ -8,7 +8,6 @@
 
 #include "lessons/common/lesson.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 
 using namespace cpsim;
 
@@ -70,11 +69,10 @@ int run_lesson(int argc, char** argv) {
   try {
     Problem bad = p;
     bad.ranks = 16;
-    const QuotingCpsimRun as_cpsim_run;  // the refusal as cpsim run words it
     validate(bad, StrategyKind::ulysses);
     lesson::expect(false, "ulysses refuses 16 ranks for 8 KV heads");
   } catch (const UsageError& e) {
-    std::cout << "  C=16: UsageError\n" << lesson::wrap(e.what(), 78, "    ") << "\n";
+    std::cout << "  C=16: UsageError\n" << lesson::wrap(e.what(), 78, "    ") << "\n";  // what(): as cpsim run words it
   }
   lesson::say(
       "Sixteen ranks would each get 2 query heads and half a KV head; a query head needs every dimension "

@@ -12,6 +12,7 @@
 
 #include "lessons/common/stepping.hpp"
 #include "lessons/common/terminal.hpp"
+#include "sim/cli/flag_names.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/os/output_file.hpp"
@@ -84,11 +85,11 @@ int guarded(const char* lesson, const std::function<int()>& body) {
     return flush_stdout(lesson) || rc != 0 ? rc : 1;  // a transcript that could not be written fails
   } catch (const UsageError& e) {
     std::cout.flush();
-    std::cerr << lesson << ": error: " << e.what() << "\n";
+    std::cerr << lesson << ": error: " << worded(e) << "\n";  // its fixes in this lesson's flags
     return 2;
   } catch (const std::exception& e) {
     std::cout.flush();
-    std::cerr << lesson << ": " << e.what() << "\n";
+    std::cerr << lesson << ": " << worded(e) << "\n";
     return 1;
   }
 }

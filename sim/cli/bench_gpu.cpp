@@ -75,8 +75,7 @@ int bench_gpu_attention(const std::vector<std::string>& args) {
   std::vector<GpuKernel> kernels;
   for (const std::string& name : kernel_names) {
     kernels.push_back(parse_gpu_kernel(name));
-    const std::string why = gpu_kernel_problem(kernels.back(), dtype, head_dim);
-    if (!why.empty()) throw UsageError(why);
+    if (const std::optional<UsageError> why = gpu_kernel_problem(kernels.back(), dtype, head_dim)) throw *why;
   }
   const std::string problem = cuda_runtime_problem();
   if (!problem.empty()) throw Error("bench gpu_attention: " + problem);

@@ -111,8 +111,8 @@ int cmd_layout(const std::vector<std::string>& args) {
               std::to_string(docs_n) + (docs_n == 1 ? " document" : " documents") +
               ", more than it counts in bounded time (C^2 x (documents + 1) at most " + std::to_string(kMaxLayoutWork) +
               ")",
-          use({"fewer --ranks", "fewer documents (--docs random:" +
-                                    std::to_string(std::max<std::int64_t>(1, kMaxLayoutWork / rank_pairs - 1)) + ")"}));
+          Fix{{"fewer --ranks", "fewer documents (--docs random:" +
+                                    std::to_string(std::max<std::int64_t>(1, kMaxLayoutWork / rank_pairs - 1)) + ")"}});
   const Documents docs = p.documents();
   const Mask mask = p.mask();
   // Every count below is a part of the whole sequence's visible pairs per head: when that fits in 64 bits, they do.
@@ -121,7 +121,7 @@ int cmd_layout(const std::vector<std::string>& args) {
   require(countable,
           "the " + mask.describe() + " mask lets " + count_text(whole) + " query-key pairs through per head at S=" +
               std::to_string(p.seq) + ", more than a 64-bit count holds (9223372036854775807)",
-          use({"a smaller --seq (causal: at most 4294967295)", "--window W"}));
+          Fix{{"a smaller --seq (causal: at most 4294967295)", "--window W"}});
   const SeqLayout L = p.layout();
   const int C = p.ranks;
   const std::int64_t S = p.seq;

@@ -168,7 +168,7 @@ struct Printer {
               << " GiB (sold as " << fixed(m.memory_gb, 0) << " GB) a GPU holds\n";
     std::set<std::string> reasons;
     for (const Cell& c : t.cells)
-      if (!c.valid) reasons.insert(c.why_not);
+      if (!c.valid && c.why_not) reasons.insert(in_predict_terms(*c.why_not));
     for (const auto& r : reasons) std::cout << "n/a: " << r << "\n";
     if (sens != nullptr) {
       std::cout << "\n";
@@ -227,7 +227,7 @@ struct Printer {
         const Cell& x = cell(i, c);
         Json cj{{"strategy", labels[c]}, {"valid", x.valid}};
         if (!x.valid) {
-          cj["why_not"] = x.why_not;
+          cj["why_not"] = x.why_not ? in_predict_terms(*x.why_not) : "";
           cells.push_back(std::move(cj));
           continue;
         }

@@ -96,7 +96,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "predict --trace`); its timeline is drawn under this run's");
   po::variables_map vm;
   if (!parse("run", desc, args, vm)) return 0;
-  RunConfig cfg = to_run_config(opts, vm);
+  auto checked = to_run_config(opts, vm);  // validated once, here: the run takes `valid`
+  RunConfig& cfg = checked.first;
+  const ValidProblem& valid = checked.second;
   cfg.check = vm.count("check") > 0;
   cfg.keep_inputs = !dump_dir.empty();
   cfg.keep_outputs = !dump_dir.empty();  // only --dump reads them (a check keeps them anyway)
@@ -112,7 +114,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!html_path.empty()) visualizer_dir();  // the page's files must be there before the run starts
   cfg.tracing = !trace_path.empty() || !html_path.empty();
 
-  const RunResult r = run(cfg);
+  const RunResult r = run(cfg, valid);
   if (r.ranks.empty()) return 0;  // another rank of an MPI job: rank 0 reports
   if (!dump_dir.empty()) dump(dump_dir, r);
   if (!trace_path.empty()) write_trace(trace_path, r);

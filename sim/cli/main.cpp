@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "sim/cli/cli.hpp"
+#include "sim/cli/flag_names.hpp"
 #include "sim/comm/launcher.hpp"
 #include "sim/core/error.hpp"
 #include "sim/os/output_file.hpp"
@@ -55,11 +56,11 @@ int main(int argc, char** argv) {
   } catch (const cpsim::UsageError& e) {
     cpsim::flush_stdout("cpsim");
     // Under mpirun every rank parses the same command line and finds the same error: rank 0 says it.
-    if (cpsim::launcher_rank() <= 0) std::cerr << "cpsim: error: " << e.what() << "\n";
+    if (cpsim::launcher_rank() <= 0) std::cerr << "cpsim: error: " << cpsim::worded(e) << "\n";
     return 2;
   } catch (const std::exception& e) {
     cpsim::flush_stdout("cpsim");
-    std::cerr << "cpsim: " << e.what() << "\n";
+    std::cerr << "cpsim: " << cpsim::worded(e) << "\n";  // a rank's failure: its fixes in this program's flags
     return 1;
   }
 }

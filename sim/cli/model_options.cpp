@@ -2,6 +2,9 @@
 
 #include <limits>
 
+#include <regex>
+
+#include "sim/cli/flag_names.hpp"
 #include "sim/core/error.hpp"
 #include "sim/model/predict.hpp"
 
@@ -45,12 +48,25 @@ Problem model_problem(const ModelShapeOptions& o, const po::variables_map& vm, u
   return config.problem;
 }
 
+std::string in_predict_terms(const UsageError& e) {
+  static const std::vector<std::pair<std::regex, std::string>> rules = {
+      {std::regex("--strategy hybrid --a2a ([0-9A-Za-z]+)"), "--strategies hybrid:$1"},
+      {std::regex("an --a2a that divides"), "a hybrid:A whose A divides"},
+      {std::regex("--a2a 1 or a divisor of C"), "--strategies hybrid:A with A dividing C"},
+      {std::regex("--a2a ([0-9]+)"), "--strategies hybrid:$1"},
+      {std::regex("--strategy "), "--strategies "},
+  };
+  std::string s = worded(e);
+  for (const auto& [from, to] : rules) s = std::regex_replace(s, from, to);
+  return s;
+}
+
 void validate_model_problem(const Problem& p, StrategyKind kind) {
   model::check_model_shape(p);
   try {
     validate(p, kind);
   } catch (const UsageError& e) {
-    throw UsageError(model::in_predict_terms(e.what()));
+    throw UsageError(in_predict_terms(e));
   }
 }
 

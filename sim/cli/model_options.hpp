@@ -34,6 +34,10 @@ Problem model_problem(const ModelShapeOptions& o, const po::variables_map& vm, u
                       const model::Machine& machine);
 // A sequence length (`--seq 16K`), one that does not fit in an int64 refused as too large (exit 2).
 std::int64_t parse_seq(const std::string& flag, const std::string& text);
+// A validation message in the words of `cpsim predict` and `cpsim plan`, whose flags differ from `cpsim run`'s:
+// worded in the program's flags, then "--strategy hybrid --a2a 4" becomes "--strategies hybrid:4", "--strategy
+// ring" "--strategies ring".
+std::string in_predict_terms(const UsageError& e);
 // validate() with its fixes in the words of predict's and plan's flags.
 void validate_model_problem(const Problem& p, StrategyKind kind);
 

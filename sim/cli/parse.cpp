@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
+#include "sim/cli/flag_names.hpp"
 
 namespace cpsim::cli {
 namespace {

@@ -7,8 +7,8 @@
 //   a value out of its type    "--ranks 99999999999 is too large (at most 2147483647)"; "--heads 'x' is not a
 //                              whole number"; "--timeout 1e999 is too large"
 //   an empty value             "--trace got an empty value; name a file"
-// parse() also tells the flag registry (sim/core/flags.hpp) which flags the program offers, so that the fixes shared
-// code prints name only those.
+// parse() also tells the program's flag names (flag_names.hpp) which flags the program offers, so that the errors of
+// shared code are worded in them.
 #pragma once
 #include <boost/program_options.hpp>
 #include <chrono>

@@ -140,12 +140,12 @@ void check_kv_replicate(const RunConfig& c) {
           "drop --kv-replicate");
 }
 
-RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm) {
+std::pair<RunConfig, ValidProblem> to_run_config(const ProblemOptions& o, const po::variables_map& vm) {
   RunConfig c;
   apply_problem_options(o, vm, kAllProblemFlags, c);
-  check_config(c);
+  ValidProblem valid = check_config(c);
   check_kv_replicate(c);
-  return c;
+  return {c, valid};
 }
 
 }  // namespace cpsim::cli

@@ -7,6 +7,7 @@
 // (Nkv < Nq) shows its Nkv, which a new --heads keeps.
 #pragma once
 #include <string>
+#include <utility>
 
 #include "sim/cli/cli.hpp"
 #include "sim/cli/problem_flags.hpp"
@@ -38,7 +39,8 @@ void apply_problem_options(const ProblemOptions& o, const po::variables_map& vm,
 
 // Every flag applied to a fresh configuration, then validated as run() validates it (check_config: UsageError for
 // impossible combinations), and --kv-replicate refused where nothing needs replicating (check_kv_replicate).
-RunConfig to_run_config(const ProblemOptions& o, const po::variables_map& vm);
+// Returns the configuration and its validated problem, for run(config, problem): the run validates it once.
+std::pair<RunConfig, ValidProblem> to_run_config(const ProblemOptions& o, const po::variables_map& vm);
 void check_kv_replicate(const RunConfig& c);
 
 }  // namespace cpsim::cli

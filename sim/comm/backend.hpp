@@ -55,6 +55,9 @@ struct RankOutcome {
 struct RankFailure : Error {
   int rank;
   RankFailure(int r, const std::string& what) : Error("rank " + std::to_string(r) + ": " + what), rank(r) {}
+  // The rank's message with its fixes still apart, for the program to word (error.hpp).
+  RankFailure(int r, const std::string& what, std::vector<Fix> fix, std::string none)
+      : Error("rank " + std::to_string(r) + ": " + what, std::move(fix), std::move(none)), rank(r) {}
 };
 
 using RankFn = std::function<std::string(Communicator&)>;

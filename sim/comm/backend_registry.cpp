@@ -2,7 +2,6 @@
 
 #include <map>
 
-#include "sim/core/flags.hpp"
 
 namespace cpsim {
 
@@ -30,8 +29,8 @@ const BackendInfo* find_backend(Backend b) {
 const BackendInfo& built_in_backend(Backend b) {
   if (const BackendInfo* info = find_backend(b)) return *info;
   throw UsageError("backend '" + std::string(backend_name(b)) + "' is not built in (it needs " +
-                   std::string(backend_requirement(b)) + "); " +
-                   use_value("backend", {"threads", "processes"}, "this build holds the threads and processes backends"));
+                       std::string(backend_requirement(b)) + ")",
+                   {Fix{{"--backend threads or processes"}, "this build holds the threads and processes backends"}});
 }
 
 std::vector<Backend> built_in_backends() {

@@ -5,9 +5,15 @@
 namespace cpsim {
 
 RankFailure rank_failure(int rank, const std::string& what) {
+  const std::optional<Decoded> d = decoded(what);  // a message sent as encoded() makes it, its fixes apart
+  const std::string& text = d ? d->constraint : what;
+  std::string own = text;
   for (const std::string& prefix : {"rank " + std::to_string(rank) + ": ", "rank " + std::to_string(rank) + " "})
-    if (what.rfind(prefix, 0) == 0) return RankFailure(rank, what.substr(prefix.size()));
-  return RankFailure(rank, what);
+    if (text.rfind(prefix, 0) == 0) {
+      own = text.substr(prefix.size());
+      break;
+    }
+  return d ? RankFailure(rank, own, d->fix, d->none) : RankFailure(rank, own);
 }
 
 std::vector<RankOutcome> fresh_outcomes(int n, bool tracing) {

@@ -10,7 +10,8 @@
 namespace cpsim {
 
 // RankFailure for `rank`, without repeating the rank when the message already starts with it
-// ("rank 2 waited 5.0 s ..." -> "rank 2: waited 5.0 s ...").
+// ("rank 2 waited 5.0 s ..." -> "rank 2: waited 5.0 s ..."). `what` may be a rank's error as encoded() (error.hpp)
+// sent it: its fixes stay apart, for the program to word.
 RankFailure rank_failure(int rank, const std::string& what);
 
 // The outcomes of an in-process launch of n ranks, before they run: rank numbers set, each with a Recorder

@@ -7,7 +7,6 @@
 #include "sim/comm/copy.hpp"
 #include "sim/comm/launch_support.hpp"
 #include "sim/comm/wait_policy.hpp"
-#include "sim/core/flags.hpp"
 
 namespace cpsim {
 
@@ -26,7 +25,7 @@ const BackendInfo* job_backend() {
 void check_launch(const LaunchOptions& opt) {
   check_wait_spin();
   require(opt.ranks >= 1, "the number of ranks must be at least 1 (got " + std::to_string(opt.ranks) + ")",
-          use({"--ranks 1 or more"}));
+          Fix{{"--ranks 1 or more"}});
   require(opt.timeout.count() > 0, "the wait timeout must be positive", "give a timeout of at least 1 ms");
   const BackendInfo& b = built_in_backend(opt.backend);
   const std::string name(backend_name(opt.backend));

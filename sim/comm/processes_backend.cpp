@@ -210,7 +210,7 @@ void flush_output() {
     world.set_status(r, ShmStatus::stopped);
     code = kExitStopped;
   } catch (const std::exception& e) {
-    world.fail(r, e.what());
+    world.fail(r, encoded(e));  // its fixes apart, for the program to word (error.hpp)
     code = kExitFailed;
   } catch (...) {
     world.fail(r, "threw an exception that is not a std::exception");

@@ -59,7 +59,7 @@ std::vector<RankOutcome> launch_threads(const LaunchOptions& opt, const RankFn& 
       } catch (const Aborted&) {
         world->finish(r);  // stopped because another rank failed: that rank is the one to report
       } catch (const std::exception& e) {
-        world->fail(r, e.what());
+        world->fail(r, encoded(e));  // its fixes apart, for the program to word
       } catch (...) {
         world->fail(r, "threw an exception that is not a std::exception");
       }

@@ -2,7 +2,6 @@
 
 #include "sim/core/bf16.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 
 namespace cpsim {
 
@@ -20,8 +19,8 @@ DType parse_dtype(std::string_view s) {
   if (s == "f32") return DType::f32;
   if (s == "f64") return DType::f64;
   if (s == "bf16") return DType::bf16;
-  throw UsageError("unknown dtype '" + std::string(s) + "'; " +
-                   use_value("dtype", {"f32", "f64", "bf16"}, "the dtypes are f32, f64 and bf16"));
+  throw UsageError("unknown dtype '" + std::string(s) + "'",
+                   {Fix{{"--dtype f32, f64 or bf16"}, "the dtypes are f32, f64 and bf16"}});
 }
 
 double round_to_dtype(double x, DType t) {

@@ -4,7 +4,6 @@
 #include <cstdio>
 
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 
 namespace cpsim {
 
@@ -18,6 +17,13 @@ std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
   std::int64_t r = 0;
   if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
   return r;
+}
+
+std::int64_t multiple_for_fix(std::int64_t x, std::int64_t m) {
+  const std::int64_t below = x / m * m;
+  if (below == x) return x;
+  const std::optional<std::int64_t> above = checked_add(below, m);
+  return above ? *above : below;
 }
 
 std::string format_bytes(double b) {
@@ -49,12 +55,13 @@ std::int64_t tensor_bytes(const std::string& name, const std::vector<Extent>& ex
   if (bytes && *bytes <= kAddressableBytes) return *bytes;
   char count[32];
   std::snprintf(count, sizeof count, "%.3g", approx);
-  const std::string fix = largest ? use({"a smaller --" + std::string(largest->flag)}, "use a smaller shape")
-                                  : "use a smaller shape";
   throw UsageError(name + " [" + letters + "] = [" + values + "] holds " + count + " values (" +
-                   format_bytes(approx * static_cast<double>(elem_size)) + " as " + elem_name +
-                   "), more than one process can address (" + format_bytes(static_cast<double>(kAddressableBytes)) +
-                   "); " + fix);
+                       format_bytes(approx * static_cast<double>(elem_size)) + " as " + elem_name +
+                       "), more than one process can address (" +
+                       format_bytes(static_cast<double>(kAddressableBytes)) + ")",
+                   {Fix{largest ? std::vector<std::string>{"a smaller --" + std::string(largest->flag)}
+                                : std::vector<std::string>{},
+                        "use a smaller shape"}});
 }
 
 std::int64_t total_bytes(const std::string& what, const std::vector<std::int64_t>& parts) {

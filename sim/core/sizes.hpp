@@ -20,6 +20,9 @@ inline constexpr std::int64_t kAddressableBytes = std::int64_t{1} << 47;
 
 std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b);
 std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b);
+// The multiple of m (>= 1) nearest above x (>= 1), for a fix ("use --seq 16"); the one below when the one above does
+// not fit in 64 bits, so that no fix suggests a value that wraps negative.
+std::int64_t multiple_for_fix(std::int64_t x, std::int64_t m);
 
 // One extent of a tensor: its letter in the shape ("S"), its value, and the flag that sets it ("seq"; empty when no
 // flag does).
@@ -33,7 +36,7 @@ struct Extent {
 // kAddressableBytes (or 64 bits), e.g.
 //   "q [B, S, Nq, D] = [1, 64, 288230376151711744, 16] holds 2.95e+20 values (2.1e+09 TiB as f64), more than one
 //    process can address (128 TiB); use a smaller --heads"
-// The fix names the flag of the largest extent (filtered through the program's flags, sim/core/flags.hpp).
+// The fix names the flag of the largest extent (the program words it in its own flags: sim/core/error.hpp).
 std::int64_t tensor_bytes(const std::string& name, const std::vector<Extent>& extents, std::size_t elem_size,
                           const std::string& elem_name);
 

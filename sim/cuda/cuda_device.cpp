@@ -5,7 +5,6 @@
 #include <initializer_list>
 #include <limits>
 
-#include "sim/core/flags.hpp"
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/tile_counts.hpp"
 #include "sim/kernels/view_checks.hpp"
@@ -93,7 +92,7 @@ CudaDevice::~CudaDevice() {
 Buffer CudaDevice::do_alloc(Dims dims, DType dtype, Layout layout, const std::string& name, BufferUse use) {
   require(dtype == DType::f32 || dtype == DType::bf16,
           "the CUDA device holds bf16 and f32 buffers (got " + std::string(dtype_name(dtype)) + " for '" + name + "')",
-          use_value("dtype", {"bf16", "f32"}));
+          Fix{{"--dtype bf16 or f32"}});
   if (layout == Layout::bns && dtype == DType::bf16) dtype = DType::f32;  // log-sum-exp stays f32 (see the header)
   if (dims.b < 0 || dims.s < 0 || dims.n < 0 || dims.d < 1 || (layout == Layout::bns && dims.d != 1))
     throw Error("alloc '" + name + "': impossible dims " + to_string(dims, layout));
@@ -176,12 +175,13 @@ AttentionArgs CudaDevice::args(const View& q, const Positions& q_pos, const View
                                const Positions& k_pos, const View& out, const View& lse, bool causal, double scale) {
   const DType t = q.buf.dtype();
   require(t == DType::f32 || t == DType::bf16, "the CUDA device computes attention on bf16 or f32 inputs",
-          use_value("dtype", {"bf16", "f32"}));
+          Fix{{"--dtype bf16 or f32"}});
   check_types({&q, &k, &v, &out}, t, "attention");
   check_types({&lse}, DType::f32, "attention (the log-sum-exp)");
   if (q.d() > kSimtMaxHeadDim)
     throw UsageError("the CUDA kernels take head dims up to " + std::to_string(kSimtMaxHeadDim) + " (got " +
-                     std::to_string(q.d()) + "); " + use({"--head-dim 128"}, "use a head dim of 128 or less"));
+                         std::to_string(q.d()) + ")",
+                     {Fix{{"--head-dim 128"}, "use a head dim of 128 or less"}});
   // Positions: q then k, one per row (expanded from their runs), through the next pinned staging slot, once the copy
   // that last read it is done. The device copy is one buffer: the stream runs this call's copy after the previous
   // call's kernels.
@@ -231,8 +231,8 @@ AttentionPath CudaDevice::path_for(const AttentionArgs& a, bool backward) const 
   if (!mma)
     throw UsageError(std::string("--kernel ") + gpu_kernel_name(kernel_) +
                      " runs on the tensor cores, which take bf16 q, k, v (and f32 gradients) with head dim 64 or 128 "
-                     "and rows on 16 bytes; this call has head dim " +
-                     std::to_string(a.q.d) + "; " + use({"--kernel auto"}, "leave the kernel choice to the device"));
+                         "and rows on 16 bytes; this call has head dim " + std::to_string(a.q.d),
+                     {Fix{{"--kernel auto"}, "leave the kernel choice to the device"}});
   return kernel_ == GpuKernel::mma2 ? AttentionPath::mma2 : AttentionPath::mma1;
 }
 
@@ -265,9 +265,9 @@ namespace {
 // The kernels implement the causal and full masks only: anything else is refused, never computed as another mask.
 void require_plain_mask(const Mask& mask) {
   if (!mask.plain())
-    throw Error("the cuda device implements the causal and full masks, not " + mask.describe() + "; " +
-                use({"--backend threads or processes for documents and windows"},
-                    "run documents and windows on a CPU backend"));
+    throw Error("the cuda device implements the causal and full masks, not " + mask.describe(),
+                {Fix{{"--backend threads or processes for documents and windows"},
+                     "run documents and windows on a CPU backend"}});
 }
 }  // namespace
 

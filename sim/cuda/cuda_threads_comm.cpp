@@ -17,7 +17,6 @@
 #include "sim/cuda/launchers.hpp"
 #include "sim/cuda/probe.hpp"
 #include "sim/cuda/rank_gpu.hpp"
-#include "sim/core/flags.hpp"
 
 namespace cpsim::cuda {
 namespace {
@@ -263,9 +262,9 @@ namespace cpsim {
 
 std::vector<RankOutcome> launch_cuda_threads(const LaunchOptions& opt, const RankFn& fn) {
   require(opt.ranks >= 1, "the number of ranks must be at least 1 (got " + std::to_string(opt.ranks) + ")",
-          use({"--ranks 1 or more"}));
+          Fix{{"--ranks 1 or more"}});
   const GpuProbe probe = probe_gpus();
-  if (!probe.problem.empty()) throw Error("--backend cuda-threads: " + probe.problem);
+  if (!probe.problem.empty()) throw probe_error(probe, "--backend cuda-threads: ");
   const int c = opt.ranks;
   auto world = std::make_shared<cuda::GpuWorld>(c, opt.timeout);
   auto group = world->group(cuda::kWorldGroup, rank_range(0, c));
@@ -290,7 +289,7 @@ std::vector<RankOutcome> launch_cuda_threads(const LaunchOptions& opt, const Ran
         world->finish(r);  // stopped because another rank failed: that rank is the one to report
       } catch (const std::exception& e) {
         cuda::RankGpu::set_current(nullptr);
-        world->fail(r, e.what());
+        world->fail(r, encoded(e));  // its fixes apart, for the program to word
       } catch (...) {
         cuda::RankGpu::set_current(nullptr);
         world->fail(r, "threw an exception that is not a std::exception");

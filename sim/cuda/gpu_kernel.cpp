@@ -1,7 +1,6 @@
 #include "sim/cuda/gpu_kernel.hpp"
 
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 
 namespace cpsim {
 
@@ -25,12 +24,13 @@ const char* gpu_kernel_name(GpuKernel k) {
   return "?";
 }
 
-std::string gpu_kernel_problem(GpuKernel k, DType dtype, std::int64_t head_dim) {
-  if (k != GpuKernel::mma2 && k != GpuKernel::mma1) return "";
-  if (dtype == DType::bf16 && (head_dim == 64 || head_dim == 128)) return "";
-  return std::string("--kernel ") + gpu_kernel_name(k) +
-         " runs on the tensor cores, which take bf16 with head dim 64 or 128 (got " + std::string(dtype_name(dtype)) +
-         ", head dim " + std::to_string(head_dim) + "); " + use({"--dtype bf16 --head-dim 128", "--kernel auto"});
+std::optional<UsageError> gpu_kernel_problem(GpuKernel k, DType dtype, std::int64_t head_dim) {
+  if (k != GpuKernel::mma2 && k != GpuKernel::mma1) return std::nullopt;
+  if (dtype == DType::bf16 && (head_dim == 64 || head_dim == 128)) return std::nullopt;
+  return UsageError(std::string("--kernel ") + gpu_kernel_name(k) +
+                        " runs on the tensor cores, which take bf16 with head dim 64 or 128 (got " +
+                        std::string(dtype_name(dtype)) + ", head dim " + std::to_string(head_dim) + ")",
+                    {Fix{{"--dtype bf16 --head-dim 128", "--kernel auto"}}});
 }
 
 }  // namespace cpsim

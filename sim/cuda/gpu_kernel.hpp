@@ -6,9 +6,11 @@
 //   simt  the CUDA-core kernels: f32 arithmetic, bf16 or f32 storage, any head dim up to 256
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "sim/core/dtype.hpp"
+#include "sim/core/error.hpp"
 
 namespace cpsim {
 
@@ -16,7 +18,8 @@ enum class GpuKernel { automatic, mma2, mma1, simt };
 
 GpuKernel parse_gpu_kernel(const std::string& name);  // UsageError naming the choices
 const char* gpu_kernel_name(GpuKernel k);
-// "" when the kernel computes attention on inputs of this dtype and head dim, else the constraint and a fix.
-std::string gpu_kernel_problem(GpuKernel k, DType dtype, std::int64_t head_dim);
+// None when the kernel computes attention on inputs of this dtype and head dim, else the UsageError (the constraint
+// and its fix) to throw.
+std::optional<UsageError> gpu_kernel_problem(GpuKernel k, DType dtype, std::int64_t head_dim);
 
 }  // namespace cpsim

@@ -19,7 +19,7 @@ std::unique_ptr<Device> make_cuda_device(Recorder& rec, int device_index, GpuKer
     return std::make_unique<cuda::CudaDevice>(rec, gpu, kernel);
   }
   const GpuProbe p = probe_gpus();
-  if (!p.problem.empty()) throw Error(p.problem);
+  if (!p.problem.empty()) throw probe_error(p, "");
   const int index = device_index < 0 ? 0 : device_index;
   if (index >= static_cast<int>(p.gpus.size()))
     throw Error("GPU " + std::to_string(index) + " was asked for, but " + std::to_string(p.gpus.size()) +

@@ -26,7 +26,6 @@
 #include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
 #include "sim/core/bytes.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/launchers.hpp"
 #include "sim/cuda/nccl_comm.hpp"
@@ -70,9 +69,9 @@ void require_gpus(int ranks) {
   cuda::check(cudaGetDeviceCount(&n), "counting GPUs");
   if (n < ranks)
     throw UsageError("--backend nccl runs one rank per GPU: " + std::to_string(ranks) + " ranks need " +
-                     std::to_string(ranks) + " GPUs, but " + std::to_string(n) + " are visible; " +
-                     use({"--ranks " + std::to_string(n) + " or fewer",
-                          "--backend cuda-threads (every rank on one GPU)"}));
+                         std::to_string(ranks) + " GPUs, but " + std::to_string(n) + " are visible",
+                     {Fix{{"--ranks " + std::to_string(n) + " or fewer",
+                           "--backend cuda-threads (every rank on one GPU)"}}});
 }
 
 // The body of rank r, in a process of its own (it dies with the launcher: forked_children.hpp). Never returns.
@@ -122,7 +121,7 @@ void require_gpus(int ranks) {
     shared->failed.store(1);
     ByteWriter w;
     w.put(kRecordFailed);
-    w.put(std::string(e.what()));
+    w.put(encoded(e));  // its fixes apart, for the program to word (error.hpp)
     write_all(fd, w.take());
     code = kExitFailed;
   }
@@ -150,13 +149,13 @@ std::vector<RankOutcome> launch_forked(const LaunchOptions& opt, const RankFn& f
         "--backend nccl starts its ranks with fork(), and CUDA does not survive a fork once a process has "
         "used it; start the nccl run from a fresh process (one cpsim command per nccl run)");
   const GpuProbe probe = probe_gpus();
-  if (!probe.problem.empty()) throw Error("--backend nccl: " + probe.problem);
+  if (!probe.problem.empty()) throw probe_error(probe, "--backend nccl: ");
   const int c = opt.ranks;
   require(static_cast<int>(probe.gpus.size()) >= c,
           "--backend nccl runs one rank per GPU: " + std::to_string(c) + " ranks need " + std::to_string(c) +
               " GPUs, but " + std::to_string(probe.gpus.size()) + " are visible",
-          use({"--ranks " + std::to_string(probe.gpus.size()) + " or fewer",
-               "--backend cuda-threads (every rank on one GPU)"}));
+          Fix{{"--ranks " + std::to_string(probe.gpus.size()) + " or fewer",
+               "--backend cuda-threads (every rank on one GPU)"}});
   void* mem = ::mmap(nullptr, sizeof(SharedBlock), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) throw Error(std::string("shared memory for the NCCL id: ") + std::strerror(errno));
   auto* shared = new (mem) SharedBlock();
@@ -268,7 +267,7 @@ std::vector<RankOutcome> launch_external(const LaunchOptions& opt, const RankFn&
           "start one process per rank (mpirun -np " + std::to_string(opt.ranks) + " / srun -n " +
               std::to_string(opt.ranks) + ")");
   const GpuProbe probe = probe_gpus();
-  if (!probe.problem.empty()) throw Error("rank " + std::to_string(env.rank) + ": " + probe.problem);
+  if (!probe.problem.empty()) throw probe_error(probe, "rank " + std::to_string(env.rank) + ": ");
   const int gpus = static_cast<int>(probe.gpus.size());
   const int device = env.local_rank >= 0 ? env.local_rank : env.rank % gpus;
   if (device >= gpus)
@@ -302,7 +301,7 @@ std::vector<RankOutcome> launch_external(const LaunchOptions& opt, const RankFn&
 
 std::vector<RankOutcome> launch_nccl(const LaunchOptions& opt, const RankFn& fn) {
   require(opt.ranks >= 1, "the number of ranks must be at least 1 (got " + std::to_string(opt.ranks) + ")",
-          use({"--ranks 1 or more"}));
+          Fix{{"--ranks 1 or more"}});
   const cuda::JobEnv env = cuda::job_env();
   if (env.external) return launch_external(opt, fn, env);
   return launch_forked(opt, fn);

@@ -13,7 +13,6 @@
 #include <optional>
 
 #include "sim/core/bytes.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/cuda/cuda_check.hpp"
 #include "sim/cuda/cuda_device.hpp"
 #include "sim/cuda/rank_gpu.hpp"
@@ -39,8 +38,8 @@ GpuProbe probe_here() {
   if (p.driver_version == 0) {
     p.problem =
         "no NVIDIA driver was found (the CUDA driver library libcuda.so.1 is missing); install the NVIDIA "
-        "driver on a machine with an NVIDIA GPU" +
-        (flag("backend").empty() ? std::string() : ", or " + use_value("backend", {"threads"}));
+        "driver on a machine with an NVIDIA GPU";
+    p.cpu_backend_helps = true;
   } else if (p.driver_version < p.runtime_version || e == cudaErrorInsufficientDriver) {
     p.problem = "the NVIDIA driver supports CUDA " + cuda_version(p.driver_version) + ", older than the CUDA " +
                 cuda_version(p.runtime_version) +
@@ -50,8 +49,8 @@ GpuProbe probe_here() {
   } else if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0)) {
     p.problem = std::string("no CUDA GPU is visible") +
                 (visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : std::string()) +
-                "; run on a machine with an NVIDIA GPU" +
-                (flag("backend").empty() ? std::string() : ", or " + use_value("backend", {"threads"}));
+                "; run on a machine with an NVIDIA GPU";
+    p.cpu_backend_helps = true;
   } else if (e != cudaSuccess) {
     p.problem = std::string("CUDA could not start: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
   } else {
@@ -72,6 +71,7 @@ GpuProbe probe_here() {
 std::string serialize(const GpuProbe& p) {
   ByteWriter w;
   w.put(p.problem);
+  w.put(p.cpu_backend_helps);
   w.put(p.driver_version);
   w.put(p.runtime_version);
   w.put<std::uint64_t>(p.gpus.size());
@@ -88,6 +88,7 @@ GpuProbe deserialize(const std::string& s) {
   ByteReader r(s);
   GpuProbe p;
   r.get(p.problem);
+  r.get(p.cpu_backend_helps);
   r.get(p.driver_version);
   r.get(p.runtime_version);
   const auto n = r.get<std::uint64_t>();
@@ -156,6 +157,14 @@ GpuProbe probe_gpus() {
   std::lock_guard lk(m);
   if (!cached) cached = cuda::cuda_used() ? probe_here() : probe_in_child();
   return *cached;
+}
+
+Error probe_error(const GpuProbe& probe, const std::string& prefix) {
+  // The problem is "what is missing; what would give it", and a CPU backend is the other way out.
+  const auto at = probe.problem.find("; ");
+  if (!probe.cpu_backend_helps || at == std::string::npos) return Error(prefix + probe.problem);
+  return Error(prefix + probe.problem.substr(0, at),
+               {Fix{{}, probe.problem.substr(at + 2)}, Fix{{"--backend threads"}}});
 }
 
 std::string cuda_runtime_problem() {

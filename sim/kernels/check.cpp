@@ -6,7 +6,6 @@
 #include <string>
 
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/core/json.hpp"
 #include "sim/kernels/plain.hpp"
 
@@ -23,16 +22,16 @@ CheckRule check_rule(DType dtype, bool gpu, bool gqa) {
     }
     if (dtype == DType::f32)
       return {RuleKind::elementwise, 1e-5, 1e-4, "f32: |err| <= 1e-5 + 1e-4 x |reference| per element"};
-    throw UsageError("GPU runs are checked in bf16 or f32 (got " + std::string(dtype_name(dtype)) +
-                     "); " + use_value("dtype", {"bf16", "f32"}));
+    throw UsageError("GPU runs are checked in bf16 or f32 (got " + std::string(dtype_name(dtype)) + ")",
+                     {Fix{{"--dtype bf16 or f32"}}});
   }
   if (dtype == DType::f64) return {RuleKind::absolute, kF64Tolerance, 0, "f64: every max abs error <= 1e-10"};
   if (dtype == DType::f32)
     return {RuleKind::plain_f32, 0, 0,
             "f32: error <= 2 x the plain f32 loops' error + FLT_EPSILON x (max|reference| + 0.3) + each LSE "
             "merge's rounding"};
-  throw UsageError("results can be checked in f32 or f64 only (got " + std::string(dtype_name(dtype)) + "); " +
-                   use_value("dtype", {"f32", "f64"}));
+  throw UsageError("results can be checked in f32 or f64 only (got " + std::string(dtype_name(dtype)) + ")",
+                   {Fix{{"--dtype f32 or f64"}}});
 }
 
 double max_abs_error(const std::vector<double>& got, const std::vector<double>& want) {

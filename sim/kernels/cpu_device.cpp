@@ -5,7 +5,6 @@
 #include <initializer_list>
 
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/kernels/device_registry.hpp"
 #include "sim/kernels/host_pool.hpp"
 #include "sim/kernels/merge.hpp"
@@ -66,7 +65,7 @@ CpuDevice::CpuDevice(Recorder& rec, int tile) : Device(rec), tile_(tile) {
 }
 
 Buffer CpuDevice::do_alloc(Dims dims, DType dtype, Layout layout, const std::string& name, BufferUse use) {
-  require(dtype != DType::bf16, "bf16 needs a GPU device", use_value("dtype", {"f32", "f64"}));
+  require(dtype != DType::bf16, "bf16 needs a GPU device", Fix{{"--dtype f32 or f64"}});
   if (dtype != DType::f32 && dtype != DType::f64)
     throw Error("alloc '" + name + "': the CPU device holds f32 and f64 buffers (got " +
                 std::string(dtype_name(dtype)) + ")");

@@ -15,9 +15,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/core/error.hpp"
 #include "sim/kernels/device.hpp"
 
 namespace cpsim {
@@ -34,9 +36,10 @@ struct DeviceInfo {
   bool any_mask = true;       // implements every mask (documents, windows); false: the causal and full masks only
   // The attention kernels a run may choose besides "auto" (the cuda device: mma2, mma1, simt); none: auto only.
   std::vector<std::string> kernels;
-  // "" when the kernel (one of `kernels`) computes attention in that dtype and head dim, else the constraint and a
-  // fix; unset: every offered kernel takes every problem the device computes.
-  std::function<std::string(const std::string& kernel, DType dtype, std::int64_t head_dim)> kernel_problem;
+  // None when the kernel (one of `kernels`) computes attention in that dtype and head dim, else the UsageError to
+  // throw (the constraint and a fix); unset: every offered kernel takes every problem the device computes.
+  std::function<std::optional<UsageError>(const std::string& kernel, DType dtype, std::int64_t head_dim)>
+      kernel_problem;
   // The device of one rank, called on the rank's own thread (a GPU rank gets the GPU its launcher gave it).
   std::function<std::unique_ptr<Device>(Recorder& rec, const DeviceSettings& settings)> make;
 };

@@ -7,7 +7,6 @@
 #include <set>
 
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/core/random.hpp"
 
 namespace cpsim {
@@ -70,7 +69,7 @@ std::int64_t listed_total(const DocSpec& spec, std::int64_t two_c) {
 
 DocSpec parse_docs(const std::string& text) {
   DocSpec d;
-  const std::string fix = use({"--docs L1,L2,... (document lengths summing to S)", "--docs random:K"});
+  const Fix fix{{"--docs L1,L2,... (document lengths summing to S)", "--docs random:K"}};
   if (text.rfind("random:", 0) == 0) {
     require(parse_int(std::string_view(text).substr(7), d.random) && d.random >= 1,
             "--docs " + text + " needs a whole number of documents K >= 1 after random:", fix);
@@ -153,7 +152,7 @@ Documents resolve_documents(const DocSpec& spec, std::int64_t seq, int ranks) {
     require(spec.random <= n,
             "--docs random:" + num(spec.random) + " needs at least " + num(unit) +
                 " tokens per document (S=" + num(seq) + " holds " + num(n) + ")",
-            use({"--docs random:" + num(std::max<std::int64_t>(1, n)), "a longer --seq"}));
+            Fix{{"--docs random:" + num(std::max<std::int64_t>(1, n)), "a longer --seq"}});
     d.lengths = random_lengths(spec.random, n, unit, spec.seed);
     d.padded = d.lengths;
     return d;
@@ -169,7 +168,7 @@ Documents resolve_documents(const DocSpec& spec, std::int64_t seq, int ranks) {
             "drop --seq (S is then " + num(d.total()) + ") or change the lengths");
   else
     require(real == seq, "--docs lengths must sum to S (they sum to " + num(real) + ", S=" + num(seq) + ")",
-            use({"--seq " + num(real)}, "change the lengths"));
+            Fix{{"--seq " + num(real)}, "change the lengths"});
   return d;
 }
 

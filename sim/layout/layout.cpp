@@ -1,10 +1,11 @@
 #include "sim/layout/layout.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
+#include "sim/core/sizes.hpp"
 #include "sim/layout/balance.hpp"
 
 namespace cpsim {
@@ -32,9 +33,9 @@ std::vector<Sharding> all_shardings() {
 Sharding parse_sharding(std::string_view s) {
   for (Sharding x : all_shardings())
     if (sharding_name(x) == s) return x;
-  throw UsageError("unknown sharding '" + std::string(s) + "'; " +
-                   use_value("sharding", {"zigzag", "contiguous", "striped", "balanced", "global-zigzag"},
-                             "the shardings are zigzag, contiguous, striped, balanced and global-zigzag"));
+  throw UsageError("unknown sharding '" + std::string(s) + "'",
+                   {Fix{{"--sharding zigzag, contiguous, striped, balanced or global-zigzag"},
+                        "the shardings are zigzag, contiguous, striped, balanced and global-zigzag"}});
 }
 
 namespace {
@@ -42,28 +43,26 @@ namespace {
 std::string num(std::int64_t v) {
   return std::to_string(v);
 }
-std::int64_t round_up(std::int64_t x, std::int64_t m) {
-  return (x + m - 1) / m * m;
-}
 
 // Per-document zigzag needs every (padded) document divisible by 2C: the message names the first offenders and the
 // padding that would fix them.
 void require_documents_divisible(const Documents& d, std::int64_t two_c) {
   std::string bad;
-  std::int64_t pad = 0, shown = 0;
+  std::optional<std::int64_t> pad = 0;  // nullopt: more padding tokens than 64 bits hold
+  std::int64_t shown = 0;
   for (std::size_t i = 0; i < d.padded.size(); ++i) {
     if (d.padded[i] % two_c == 0) continue;
-    pad += round_up(d.padded[i], two_c) - d.padded[i];
+    if (pad) pad = checked_add(*pad, two_c - d.padded[i] % two_c);
     if (shown++ < 3)
       bad += (bad.empty() ? "" : ", ") +
              ("document " + num(static_cast<std::int64_t>(i)) + " has " + num(d.padded[i]) + " tokens");
   }
   if (shown > 3) bad += ", ...";
-  require(pad == 0,
-          "per-document zigzag cuts every document into 2C=" + num(two_c) +
-              " chunks, so every length must be divisible by " + num(two_c) + " (" + bad + ")",
-          "pad them with --pad-docs (" + num(pad) + " padding tokens)" +
-              (flag("sharding").empty() ? "" : ", or " + use({"--sharding balanced", "--sharding striped"})));
+  if (shown == 0) return;
+  throw UsageError("per-document zigzag cuts every document into 2C=" + num(two_c) +
+                       " chunks, so every length must be divisible by " + num(two_c) + " (" + bad + ")",
+                   {Fix{{}, "pad them with --pad-docs" + (pad ? " (" + num(*pad) + " padding tokens)" : std::string())},
+                    Fix{{"--sharding balanced", "--sharding striped"}}});
 }
 
 }  // namespace
@@ -71,13 +70,13 @@ void require_documents_divisible(const Documents& d, std::int64_t two_c) {
 SeqLayout::SeqLayout(int ranks, std::int64_t seq, Sharding sharding, const LayoutOptions& opt)
     : ranks_(ranks), seq_(seq), sharding_(sharding) {
   const std::string C = num(ranks), S = num(seq);
-  require(ranks >= 1, "the number of ranks C must be at least 1 (got C=" + C + ")", use({"--ranks 1 or more"}));
-  require(seq >= 1, "the sequence length S must be at least 1 (got S=" + S + ")", use({"--seq 1 or more"}));
+  require(ranks >= 1, "the number of ranks C must be at least 1 (got C=" + C + ")", Fix{{"--ranks 1 or more"}});
+  require(seq >= 1, "the sequence length S must be at least 1 (got S=" + S + ")", Fix{{"--seq 1 or more"}});
   const std::int64_t two_c = 2 * static_cast<std::int64_t>(ranks);
   auto require_c = [&](const std::string& what) {
     require(seq % ranks == 0,
             what + " gives every rank S/C tokens, so S must be divisible by C (S=" + S + ", C=" + C + ")",
-            use({"--seq " + num(round_up(seq, ranks))}));
+            Fix{{"--seq " + num(multiple_for_fix(seq, ranks))}});
   };
   switch (sharding) {
     case Sharding::contiguous:
@@ -97,7 +96,7 @@ SeqLayout::SeqLayout(int ranks, std::int64_t seq, Sharding sharding, const Layou
       require(seq % two_c == 0,
               "zigzag sharding cuts the sequence into 2C equal chunks, so S must be divisible by 2C (S=" + S +
                   ", 2C=" + num(two_c) + ")",
-              use({"--seq " + num(round_up(seq, two_c)), "--sharding contiguous"}));
+              Fix{{"--seq " + num(multiple_for_fix(seq, two_c)), "--sharding contiguous"}});
       break;
     case Sharding::striped:
       kind_ = Kind::striped;
@@ -111,7 +110,7 @@ SeqLayout::SeqLayout(int ranks, std::int64_t seq, Sharding sharding, const Layou
               "balanced sharding deals chunks of T tokens to the ranks, S/(C T) each, so S must be divisible by "
               "C x T (S=" +
                   S + ", C=" + C + ", T=" + num(chunk_) + ")",
-              use({"a --chunk that divides S/C=" + num(seq / ranks)}));
+              Fix{{"a --chunk that divides S/C=" + num(seq / ranks)}});
       // Counting a rank pair's work takes (its runs) x (the other's runs) steps, so all of a layout's counts take
       // about (S/T)^2: more than kMaxBalancedChunks chunks would take minutes (a chunk of 1 token at S = 256K).
       if (seq / chunk_ > kMaxBalancedChunks) {
@@ -121,7 +120,7 @@ SeqLayout::SeqLayout(int ranks, std::int64_t seq, Sharding sharding, const Layou
         require(false,
                 "balanced sharding deals at most " + num(kMaxBalancedChunks) + " chunks (S/T = " + num(seq / chunk_) +
                     " with S=" + S + ", T=" + num(chunk_) + ")",
-                fit > 0 ? use({"--chunk " + num(fit)}) : use({"--sharding zigzag", "--sharding striped"}));
+                fit > 0 ? Fix{{"--chunk " + num(fit)}} : Fix{{"--sharding zigzag", "--sharding striped"}});
       }
       auto owned = balance_chunks(ranks, seq, chunk_, opt.mask);
       auto owner = std::make_shared<std::vector<int>>(static_cast<std::size_t>(seq / chunk_));

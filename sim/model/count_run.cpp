@@ -23,7 +23,9 @@ void mark(Program& program, OpKind kind, const std::string& phase, int step = -1
 }
 
 // One rank, as run_rank (sim/runtime/rank_run.cpp) walks it (same buffers, same order, same lifetimes).
-void count_rank(const Problem& p, StrategyKind kind, bool backward, Communicator& comm, Program& program) {
+void count_rank(const ValidProblem& valid, bool backward, Communicator& comm, Program& program) {
+  const Problem& p = valid.problem();
+  const StrategyKind kind = valid.kind();
   Recorder& rec = comm.recorder();
   rec.set_step_hook([&](const std::string& phase, int step) { mark(program, OpKind::step, phase, step); });
   CountingDevice dev(rec, &program);
@@ -35,7 +37,7 @@ void count_rank(const Problem& p, StrategyKind kind, bool backward, Communicator
   const Buffer k = dev.alloc({p.batch, s, p.kv_heads, p.head_dim}, p.dtype, Layout::bsnd, "k", kv_use);
   const Buffer v = dev.alloc({p.batch, s, p.kv_heads, p.head_dim}, p.dtype, Layout::bsnd, "v", kv_use);
   // 2. Forward (and backward) through the strategy.
-  auto strategy = make_strategy(kind, comm, dev, p);
+  auto strategy = make_strategy(valid, comm, dev);
   rec.begin_phase("forward");
   mark(program, OpKind::begin_phase, "forward");
   const LocalOutput o = strategy->forward(q, k, v);
@@ -70,7 +72,11 @@ void keep_freed_memory() {
 }  // namespace
 
 CountResult count_run(const Problem& p, StrategyKind kind, const CountOptions& opt) {
-  validate(p, kind);
+  return count_run(validated(p, kind), opt);
+}
+
+CountResult count_run(const ValidProblem& valid, const CountOptions& opt) {
+  const Problem& p = valid.problem();
   keep_freed_memory();
   const int C = p.ranks;
   const int slots = opt.slots > 0 ? opt.slots : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -96,7 +102,7 @@ CountResult count_run(const Problem& p, StrategyKind kind, const CountOptions& o
       world.acquire();
       try {
         CountingCommunicator comm(r, C, result.ranks[i], world, program);
-        count_rank(p, kind, opt.backward, comm, program);
+        count_rank(valid, opt.backward, comm, program);
       } catch (...) {
         errors[i] = std::current_exception();
         world.abort();

@@ -25,7 +25,9 @@ struct CountResult {
   Programs programs;
 };
 
-// Validates the problem (UsageError), then counts. Throws the first rank's error if one fails.
+// Counts the validated problem. Throws the first rank's error if one fails.
+CountResult count_run(const ValidProblem& problem, const CountOptions& options = {});
+// Validates the problem (UsageError), then counts.
 CountResult count_run(const Problem& problem, StrategyKind strategy, const CountOptions& options = {});
 
 }  // namespace cpsim::model

@@ -11,9 +11,8 @@
 #include <set>
 
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
-#include "sim/os/input_file.hpp"
 #include "sim/core/json.hpp"
+#include "sim/os/input_file.hpp"
 
 namespace cpsim::model {
 
@@ -405,7 +404,7 @@ void check_fits(const Machine& m, int ranks) {
   require(ranks <= most,
           "machine " + m.name + " has " + std::to_string(most) + " ranks (" + std::to_string(m.max_nodes) +
               " node(s) of " + std::to_string(m.ranks_per_node) + "), fewer than C=" + std::to_string(ranks),
-          use({"--ranks " + std::to_string(most) + " or less", "--machine h100-ib for several nodes"}));
+          Fix{{"--ranks " + std::to_string(most) + " or less", "--machine h100-ib for several nodes"}});
 }
 
 }  // namespace cpsim::model

@@ -50,13 +50,6 @@ std::string kind_name(const Candidate& c) {
   return std::string(strategy_name(c.strategy.kind));
 }
 
-// The constraint of a validation message without its fix: the fix names another command's flags, and the plan
-// itself is the fix (it lists what does run).
-std::string constraint_of(const std::string& message) {
-  const auto at = message.find("; use ");
-  return at == std::string::npos ? message : message.substr(0, at);
-}
-
 }  // namespace
 
 Plan plan(const PlanSpec& spec) {
@@ -85,7 +78,8 @@ Plan plan(const PlanSpec& spec) {
     p.kv_replicate = c.kv_replicate;
     const Cell cell = predict_cell(p, c.strategy, spec.machine, spec.backward, single);
     if (!cell.valid) {
-      refuse(c, constraint_of(cell.why_not), "");
+      // The constraint without its fix: the plan itself is the fix (it lists what does run).
+      refuse(c, cell.why_not ? cell.why_not->constraint() : "not valid", "");
       continue;
     }
     PlanEntry e{c, cell, act};

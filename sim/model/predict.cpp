@@ -5,7 +5,6 @@
 #include <cmath>
 #include <future>
 #include <optional>
-#include <regex>
 
 #include "sim/core/error.hpp"
 #include "sim/model/cost.hpp"
@@ -52,19 +51,6 @@ std::vector<StrategyChoice> default_choices(int ranks) {
   for (int A : {2, 4})
     if (A < ranks && ranks % A == 0) v.push_back({StrategyKind::hybrid, A});
   return v;
-}
-
-std::string in_predict_terms(const std::string& message) {
-  static const std::vector<std::pair<std::regex, std::string>> rules = {
-      {std::regex("--strategy hybrid --a2a ([0-9A-Za-z]+)"), "--strategies hybrid:$1"},
-      {std::regex("an --a2a that divides"), "a hybrid:A whose A divides"},
-      {std::regex("--a2a 1 or a divisor of C"), "--strategies hybrid:A with A dividing C"},
-      {std::regex("--a2a ([0-9]+)"), "--strategies hybrid:$1"},
-      {std::regex("--strategy "), "--strategies "},
-  };
-  std::string s = message;
-  for (const auto& [from, to] : rules) s = std::regex_replace(s, from, to);
-  return s;
 }
 
 namespace {
@@ -153,14 +139,15 @@ Counted count_cell(const Problem& base, const StrategyChoice& c, bool backward) 
   Counted out;
   out.problem = problem_for(base, c);
   out.strategy = c;
+  std::optional<ValidProblem> valid;
   try {
-    validate(out.problem, c.kind);
+    valid = validated(out.problem, c.kind);
   } catch (const UsageError& e) {
     out.valid = false;
-    out.why_not = in_predict_terms(e.what());
+    out.why_not = e;
     return out;
   }
-  CountResult counted = count_run(out.problem, c.kind, {.backward = backward, .slots = 0, .step_work = false});
+  CountResult counted = count_run(*valid, {.backward = backward, .slots = 0, .step_work = false});
   out.programs = std::move(counted.programs);
   for (const auto& r : counted.ranks) out.peak_bytes = std::max(out.peak_bytes, r.peak_bytes());
   return out;

@@ -4,10 +4,12 @@
 //   efficiency = T(1 device) / (C x T(C devices))       1.0 is perfect scaling.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sim/core/error.hpp"
 #include "sim/model/clock.hpp"
 #include "sim/model/machine.hpp"
 #include "sim/model/program.hpp"
@@ -27,9 +29,6 @@ std::string choice_label(const StrategyChoice& c, int ranks);
 Problem problem_for(const Problem& base, const StrategyChoice& c);
 // The blog post's columns: all_gather, ulysses, ring, and the hybrids 2 x C/2 and 4 x C/4 when they fit.
 std::vector<StrategyChoice> default_choices(int ranks);
-// A validation message in the words of `cpsim predict` and `cpsim plan`, whose flags differ from `cpsim run`'s:
-// "--strategy hybrid --a2a 4" becomes "--strategies hybrid:4", "--strategy ring" "--strategies ring".
-std::string in_predict_terms(const std::string& message);
 
 // Refuses (UsageError, naming the tensor, its size and a fix) a shape whose element, byte or pair counts would
 // not fit in 63 bits: the model counts them exactly, so they must be representable.
@@ -39,7 +38,7 @@ struct Cell {
   std::int64_t seq = 0;
   StrategyChoice strategy;
   bool valid = true;
-  std::string why_not;          // the constraint it breaks, when not valid
+  std::optional<UsageError> why_not;  // the constraint it breaks and its fixes, when not valid (the program words it)
   double forward_us = 0;        // the slowest rank's forward
   double total_us = 0;          // the slowest rank's forward + backward
   double exposed_us = 0;        // the slowest rank's time blocked on communication
@@ -56,7 +55,7 @@ struct Counted {
   Problem problem;
   StrategyChoice strategy;
   bool valid = true;
-  std::string why_not;
+  std::optional<UsageError> why_not;
   Programs programs;
   std::int64_t peak_bytes = 0;
 };

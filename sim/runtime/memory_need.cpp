@@ -7,21 +7,16 @@
 #include "sim/comm/launch_support.hpp"
 #include "sim/comm/launcher.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/core/sizes.hpp"
 #include "sim/kernels/device_registry.hpp"
 #include "sim/kernels/host_pool.hpp"
 #include "sim/layout/layout.hpp"
+#include "sim/model/count_run.hpp"
 
 namespace cpsim {
 namespace {
 
 constexpr std::int64_t kDouble = 8;
-
-DevicePeakCounter& counter() {
-  static DevicePeakCounter c = nullptr;
-  return c;
-}
 
 // Element counts of the whole problem: q, dout, out, dq [B, S, Nq, D]; k, v, dk, dv [B, S, Nkv, D]; lse [B, Nq, S].
 struct Counts {
@@ -92,15 +87,32 @@ int ranks_on_this_machine(const RunConfig& cfg) {
 // fractions of S too), so each rank's peaks are linear in S and the scaled count is exact (memory_need_test.cpp).
 constexpr std::int64_t kCountedTokens = std::int64_t{1} << 20;  // C x S0 at most
 
-DevicePeaks device_peaks(const RunConfig& cfg) {
-  if (!counter()) throw Error("memory_need: no device peak counter is linked (sim/model/memory_counter.cpp)");
-  const Problem& p = cfg.problem;
+// The device peaks of every rank of a counting run (sim/model/count_run.hpp), in all and of message buffers.
+struct DevicePeaks {
+  std::vector<std::int64_t> all, message;  // per rank
+};
+
+DevicePeaks counted_peaks(const ValidProblem& valid, bool backward) {
+  model::CountOptions opt;
+  opt.backward = backward;
+  opt.step_work = false;  // the peaks only
+  const model::CountResult r = model::count_run(valid, opt);
+  DevicePeaks peaks;
+  for (const Recorder& rec : r.ranks) {
+    peaks.all.push_back(rec.peak_bytes());
+    peaks.message.push_back(rec.message_peak_bytes());
+  }
+  return peaks;
+}
+
+DevicePeaks device_peaks(const RunConfig& cfg, const ValidProblem& valid) {
+  const Problem& p = valid.problem();
   const std::int64_t step = p.sharding == Sharding::zigzag ? 2 * p.ranks : p.ranks;
   const std::int64_t s0 = std::max(step, kCountedTokens / p.ranks / step * step);
-  if (p.seq <= s0) return counter()(p, cfg.strategy, cfg.backward);
+  if (p.seq <= s0) return counted_peaks(valid, cfg.backward);
   Problem shorter = p;
   shorter.seq = s0;
-  DevicePeaks peaks = counter()(shorter, cfg.strategy, cfg.backward);
+  DevicePeaks peaks = counted_peaks(validated(shorter, valid.kind()), cfg.backward);
   for (auto* v : {&peaks.all, &peaks.message})
     for (std::int64_t& b : *v) b = static_cast<std::int64_t>(static_cast<__int128>(b) * p.seq / s0);
   return peaks;
@@ -138,13 +150,11 @@ std::int64_t MemoryNeed::max_rank_peak() const {
   return m;
 }
 
-bool register_device_peak_counter(DevicePeakCounter c) {
-  counter() = c;
-  return true;
+MemoryNeed memory_need(const RunConfig& cfg, std::int64_t within) {
+  return memory_need(cfg, validated(cfg.problem, cfg.strategy), within);
 }
 
-MemoryNeed memory_need(const RunConfig& cfg, std::int64_t within) {
-  validate(cfg.problem, cfg.strategy);
+MemoryNeed memory_need(const RunConfig& cfg, const ValidProblem& valid, std::int64_t within) {
   MemoryNeed m;
   m.device_on_host = !device_info(built_in_backend(cfg.backend).device).gpu;
   m.ranks_in_process = in_process(cfg.backend);
@@ -155,7 +165,7 @@ MemoryNeed memory_need(const RunConfig& cfg, std::int64_t within) {
     m.total = m.largest_process = m.caller;
     return m;
   }
-  DevicePeaks peaks = device_peaks(cfg);
+  DevicePeaks peaks = device_peaks(cfg, valid);
   m.device_peak = std::move(peaks.all);
   m.message_peak = std::move(peaks.message);
   sum_up(cfg, m);
@@ -199,6 +209,9 @@ std::int64_t fitting_seq(RunConfig c, const MemoryNeed& need, const HostMemory& 
   return 0;
 }
 
+// The last way out of a memory refusal, where the program has --memory-limit.
+Fix set_limit() { return Fix{{"set the limit with --memory-limit BYTES"}, "", ", or ", ""}; }
+
 std::string need_words(const RunConfig& cfg, const MemoryNeed& m) {
   if (m.lower_bound)
     return "at least " + format_bytes(static_cast<double>(m.total)) + " of memory (to gather" +
@@ -212,10 +225,12 @@ std::string need_words(const RunConfig& cfg, const MemoryNeed& m) {
 
 }  // namespace
 
-MemoryNeed check_memory(const RunConfig& cfg) {
+MemoryNeed check_memory(const RunConfig& cfg) { return check_memory(cfg, validated(cfg.problem, cfg.strategy)); }
+
+MemoryNeed check_memory(const RunConfig& cfg, const ValidProblem& valid) {
   if (cfg.backend == Backend::mpi && launcher_rank() > 0) return {};  // rank 0 checks; it ends the job if it refuses
   const HostMemory lim = memory_limits(cfg);
-  const MemoryNeed m = memory_need(cfg, lim.machine.bytes);
+  const MemoryNeed m = memory_need(cfg, valid, lim.machine.bytes);
   if (fits(m, lim)) return m;
 
   const bool machine_bound = m.lower_bound || m.total > lim.machine.bytes;
@@ -227,7 +242,7 @@ MemoryNeed check_memory(const RunConfig& cfg) {
           (bound.source == "--memory-limit" ? "that --memory-limit allows"
                                             : "available (" + bound.source + ")");
 
-  // Fixes that make this run fit, as this program's flags spell them.
+  // Fixes that make this run fit, apart for the program to word in its flags.
   std::vector<std::string> fixes;
   if (const std::int64_t s = fitting_seq(cfg, m, lim); s > 0) fixes.push_back("--seq " + std::to_string(s));
   if (cfg.strategy == StrategyKind::all_gather) {
@@ -240,16 +255,13 @@ MemoryNeed check_memory(const RunConfig& cfg) {
     c.problem.dtype = DType::f32;
     if (fits(c, lim)) fixes.push_back("--dtype f32");
   }
-  std::string fix = use(fixes);
+  std::vector<std::string> drop_check;
   if (cfg.check) {
     RunConfig c = cfg;
     c.check = false;
-    if (!flag("check").empty() && fits(c, lim)) fix += (fix.empty() ? "" : ", ") + std::string("drop --check");
+    if (fits(c, lim)) drop_check.emplace_back("drop --check");
   }
-  if (!flag("memory-limit").empty())
-    fix += (fix.empty() ? "" : ", or ") + std::string("set the limit with --memory-limit BYTES");
-  require(false, what, fix.empty() ? "use a smaller shape" : fix);
-  return m;
+  throw UsageError(what, {Fix{fixes}, Fix{drop_check, "", ", ", ""}, set_limit()}, "use a smaller shape");
 }
 
 std::int64_t single_device_peak(const AttentionShape& sh, DType dtype, bool backward) {
@@ -279,14 +291,11 @@ void check_single_device_memory(const AttentionShape& sh, DType dtype, bool back
     fixes.push_back("--seq " + std::to_string(s));
   if (dtype == DType::f64 && single_device_need(sh, DType::f32, backward, check) <= bound.bytes)
     fixes.push_back("--dtype f32");
-  std::string fix = use(fixes);
-  if (!flag("memory-limit").empty())
-    fix += (fix.empty() ? "" : ", or ") + std::string("set the limit with --memory-limit BYTES");
-  require(false,
-          "the attention needs " + format_bytes(static_cast<double>(need)) + " of memory, more than the " +
-              format_bytes(static_cast<double>(bound.bytes)) + " " +
-              (bound.source == "--memory-limit" ? "that --memory-limit allows" : "available (" + bound.source + ")"),
-          fix.empty() ? "use a smaller shape" : fix);
+  throw UsageError(
+      "the attention needs " + format_bytes(static_cast<double>(need)) + " of memory, more than the " +
+          format_bytes(static_cast<double>(bound.bytes)) + " " +
+          (bound.source == "--memory-limit" ? "that --memory-limit allows" : "available (" + bound.source + ")"),
+      {Fix{fixes}, set_limit()}, "use a smaller shape");
 }
 
 }  // namespace cpsim

@@ -3,8 +3,8 @@
 // kernel's OOM killer.
 //
 // Per rank (each a thread of this process, or a process of its own):
-//   device    the most its device holds at once: exact, from the counting device (sim/model), which runs the
-//             unchanged strategy code on sizes alone; equal to the Recorder's peak of the real run
+//   device    the most its device holds at once: exact, from a counting run (sim/model/count_run.hpp), which runs
+//             the unchanged strategy code on sizes alone; equal to the Recorder's peak of the real run
 //   host      beside the device (rank_run.cpp): its inputs are made straight into its device buffers (a GPU stages
 //             one tensor), so what it holds is its results, downloaded as doubles and then serialised once
 //             (2 x 8 bytes per result element, the most at once)
@@ -42,8 +42,11 @@ struct MemoryNeed {
   std::int64_t max_rank_peak() const;
 };
 
-// Validates the configuration (UsageError), then counts. The device peaks are counted only when the caller's part
-// alone fits in `within` bytes (a run far beyond any machine is refused without counting: lower_bound).
+// Counts the need of cfg, whose problem is `valid` (validated(cfg.problem, cfg.strategy)). The device peaks are
+// counted only when the caller's part alone fits in `within` bytes (a run far beyond any machine is refused without
+// counting: lower_bound).
+MemoryNeed memory_need(const RunConfig& cfg, const ValidProblem& valid, std::int64_t within = INT64_MAX);
+// Validates the configuration (UsageError), then counts.
 MemoryNeed memory_need(const RunConfig& cfg, std::int64_t within = INT64_MAX);
 
 // The memory the run may use: cfg.memory_limit when set (--memory-limit), else host_memory() now.
@@ -53,9 +56,11 @@ HostMemory memory_limits(const RunConfig& cfg);
 //   "the run needs 9.1 GiB of memory (4 ranks of 1.2 GiB, then 4.3 GiB to gather and check the results), more than
 //    the 7.5 GiB available (MemAvailable); use --seq 32768, --strategy ring or --memory-limit BYTES"
 // The fixes offered are those that make this run fit (fewer tokens, the ring instead of the all-gather, f32 instead
-// of f64, no check), as the program's flags spell them (sim/core/flags.hpp). Under mpirun, rank 0 checks.
-// Returns the need it counted, for the launch to size by (the processes backend's heap); under mpirun the other
-// ranks check nothing and get an empty MemoryNeed.
+// of f64, no check), apart from the constraint, for the program to word in its flags (sim/core/error.hpp). Under
+// mpirun, rank 0 checks. Returns the need it counted, for the launch to size by (the processes backend's heap);
+// under mpirun the other ranks check nothing and get an empty MemoryNeed. valid: validated(cfg.problem,
+// cfg.strategy); without it, check_memory validates first.
+MemoryNeed check_memory(const RunConfig& cfg, const ValidProblem& valid);
 MemoryNeed check_memory(const RunConfig& cfg);
 
 // One device running the whole problem (`cpsim attention`, `cpsim bench attention`): its buffers (single_run.cpp),
@@ -66,13 +71,5 @@ std::int64_t single_device_peak(const AttentionShape& shape, DType dtype, bool b
 // UsageError when single_device_need exceeds `limit` (or host_memory() when limit is 0), with a fix of flags.
 void check_single_device_memory(const AttentionShape& shape, DType dtype, bool backward, bool check,
                                 std::int64_t limit);
-
-// What sim/model registers (model/memory_counter.cpp): the device peaks of every rank of a counting run, in all and
-// of message buffers.
-struct DevicePeaks {
-  std::vector<std::int64_t> all, message;  // per rank
-};
-using DevicePeakCounter = DevicePeaks (*)(const Problem& p, StrategyKind kind, bool backward);
-bool register_device_peak_counter(DevicePeakCounter counter);
 
 }  // namespace cpsim

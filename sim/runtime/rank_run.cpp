@@ -40,8 +40,8 @@ RankResult RankResult::deserialize(const std::string& bytes) {
   return x;
 }
 
-std::string run_rank(const RunConfig& cfg, Communicator& comm) {
-  const Problem& p = cfg.problem;
+std::string run_rank(const RunConfig& cfg, const ValidProblem& valid, Communicator& comm) {
+  const Problem& p = valid.problem();
   Recorder& rec = comm.recorder();
   if (cfg.step_hook) rec.set_step_hook([&](const std::string& phase, int step) { cfg.step_hook(comm, phase, step); });
   // A GPU rank's device: its launcher's GPU and streams.
@@ -68,7 +68,7 @@ std::string run_rank(const RunConfig& cfg, Communicator& comm) {
   }
 
   // 2. Forward (and backward) through the strategy.
-  auto strategy = make_strategy(cfg.strategy, comm, dev, p);
+  auto strategy = make_strategy(valid, comm, dev);
   RankResult res;
   rec.begin_phase("forward");
   const LocalOutput o = strategy->forward(q, k, v);

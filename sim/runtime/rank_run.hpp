@@ -26,8 +26,8 @@ struct RankResult {
 };
 
 // Runs the rank's part of cfg on comm and returns its RankResult, serialised (with no tensors when the run keeps
-// no outputs: keeps_outputs below).
-std::string run_rank(const RunConfig& cfg, Communicator& comm);
+// no outputs: keeps_outputs below). valid: validated(cfg.problem, cfg.strategy), made once for the run.
+std::string run_rank(const RunConfig& cfg, const ValidProblem& valid, Communicator& comm);
 
 // Whether the ranks download and send back their outputs (RunConfig::keep_outputs; a check needs them).
 inline bool keeps_outputs(const RunConfig& cfg) {

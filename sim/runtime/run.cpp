@@ -4,7 +4,6 @@
 
 #include "sim/comm/backend_registry.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/kernels/device_registry.hpp"
 #include "sim/runtime/inputs.hpp"
 #include "sim/runtime/memory_need.hpp"
@@ -29,16 +28,15 @@ void check_backend(const RunConfig& cfg) {
   if (!info.any_mask) {
     const Mask mask = cfg.problem.mask();
     require(mask.plain(), "the " + device + " device implements the causal and full masks, not " + mask.describe(),
-            use({"--backend threads or processes for documents and windows"}));
+            Fix{{"--backend threads or processes for documents and windows"}});
   }
   if (computes_in(info, cfg.problem.dtype)) return;
   std::vector<std::string> fix;
   for (DType t : info.dtypes) fix.emplace_back(dtype_name(t));
   const std::string dtype(dtype_name(cfg.problem.dtype));
-  throw UsageError((cfg.problem.dtype == DType::bf16 ? std::string("bf16 needs a GPU device")
-                                                     : dtype + " is not computed by the " + device + " device") +
-                   "; " +
-                   use({"--dtype " + one_of(fix) + " on the " + std::string(backend_name(cfg.backend)) + " backend"}));
+  throw UsageError(cfg.problem.dtype == DType::bf16 ? std::string("bf16 needs a GPU device")
+                                                    : dtype + " is not computed by the " + device + " device",
+                   {Fix{{"--dtype " + one_of(fix) + " on the " + std::string(backend_name(cfg.backend)) + " backend"}}});
 }
 
 // The backend's device must offer the kernels asked for (--kernel), and they must take the problem.
@@ -48,8 +46,8 @@ void check_kernel(const RunConfig& cfg) {
   const DeviceInfo& info = device_info(built_in_backend(cfg.backend).device);
   if (offers_kernel(info, kernel)) {
     const Problem& p = cfg.problem;
-    const std::string why = info.kernel_problem ? info.kernel_problem(kernel, p.dtype, p.head_dim) : "";
-    if (!why.empty()) throw UsageError(why);
+    if (info.kernel_problem)
+      if (const std::optional<UsageError> why = info.kernel_problem(kernel, p.dtype, p.head_dim)) throw *why;
     return;
   }
   if (!info.kernels.empty()) {
@@ -60,12 +58,12 @@ void check_kernel(const RunConfig& cfg) {
   std::vector<std::string> choosing;  // the built-in backends whose device offers a choice of kernels
   for (Backend b : built_in_backends())
     if (!device_info(built_in_backend(b).device).kernels.empty()) choosing.emplace_back(backend_name(b));
-  const std::string other = choosing.empty() ? "" : use({"--backend " + one_of(choosing)});
-  const std::string fix = other.empty() ? "leave --kernel out (no device of this build offers a choice)"
-                                        : other + ", or leave --kernel out";
   const std::string backend(backend_name(cfg.backend));
-  throw UsageError("--kernel chooses among a device's attention kernels, and the " + info.name +
-                   " device of --backend " + backend + " has no choice (got --kernel " + kernel + "); " + fix);
+  const std::string why = "--kernel chooses among a device's attention kernels, and the " + info.name +
+                          " device of --backend " + backend + " has no choice (got --kernel " + kernel + ")";
+  std::vector<std::string> ways;
+  if (!choosing.empty()) ways.push_back("--backend " + one_of(choosing) + ", or leave --kernel out");
+  throw UsageError(why, {Fix{ways, "leave --kernel out (no device of this build offers a choice)"}});
 }
 
 // x's [B, nh, n] LSE, for heads [h0, h0 + nh) at the n listed positions, into lse [B, Nq, S].
@@ -91,15 +89,17 @@ GlobalTensors make_inputs(const RunConfig& cfg) {
   return t;
 }
 
-void check_config(const RunConfig& cfg) {
-  validate(cfg.problem, cfg.strategy);
+ValidProblem check_config(const RunConfig& cfg) {
+  ValidProblem valid = validated(cfg.problem, cfg.strategy);
   check_backend(cfg);
   check_kernel(cfg);
+  return valid;
 }
 
-RunResult run(const RunConfig& cfg) {
-  const Problem& p = cfg.problem;
-  check_config(cfg);
+RunResult run(const RunConfig& cfg) { return run(cfg, check_config(cfg)); }
+
+RunResult run(const RunConfig& cfg, const ValidProblem& valid) {
+  const Problem& p = valid.problem();
   RunResult result;
   result.config = cfg;
 
@@ -109,7 +109,7 @@ RunResult run(const RunConfig& cfg) {
   opt.timeout = cfg.timeout;
   opt.tracing = cfg.tracing;
   check_launch(opt);
-  const MemoryNeed need = check_memory(cfg);  // before anything large is allocated (memory_need.hpp)
+  const MemoryNeed need = check_memory(cfg, valid);  // before anything large is allocated (memory_need.hpp)
   // The processes backend keeps each rank's message buffers (the ones it sends from and receives into:
   // BufferUse::message) in a shared heap (sim/comm/shm_heap.hpp), sized to the largest rank's peak of them (counted
   // exactly: memory_need.hpp).
@@ -120,7 +120,7 @@ RunResult run(const RunConfig& cfg) {
   // 1. Launch: every rank runs its part (rank_run.hpp).
   const auto t0 = std::chrono::steady_clock::now();
   announce_run(cfg);  // under mpirun, to the processes following rank 0's runs (mpi_runs.hpp)
-  auto outcomes = launch(opt, [&](Communicator& comm) { return run_rank(cfg, comm); });
+  auto outcomes = launch(opt, [&](Communicator& comm) { return run_rank(cfg, valid, comm); });
   result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (outcomes.empty()) return result;  // not the reporting rank (MPI)
 

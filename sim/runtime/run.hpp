@@ -66,11 +66,14 @@ struct RunResult {
 
 // What run() validates before it launches (UsageError): the problem for the strategy, the backend built in, its
 // device computing in the dtype and offering the kernels asked for (config.device), which must take the problem.
-void check_config(const RunConfig& config);
+// Returns the validated problem, which the run takes from there on (so that a run validates once).
+ValidProblem check_config(const RunConfig& config);
 
 // Validates (check_config), refuses a run the memory cannot hold (UsageError, memory_need.hpp), runs, gathers,
 // checks (when config.check). Throws RankFailure when a rank fails.
 RunResult run(const RunConfig& config);
+// run() of a configuration the caller checked already: valid is check_config(config)'s.
+RunResult run(const RunConfig& config, const ValidProblem& valid);
 
 // The seeded global inputs of a run (q, k, v, and dout for a backward), exactly what its ranks make
 // (global_inputs in inputs.hpp).

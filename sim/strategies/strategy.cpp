@@ -1,11 +1,11 @@
 #include "sim/strategies/strategy.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <string>
 
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/core/sizes.hpp"
 
 namespace cpsim {
@@ -34,9 +34,9 @@ StrategyKind parse_strategy(std::string_view s) {
     if (strategy_name(k) == s) return k;
   if (s == "a2a" || s == "all_to_all") return StrategyKind::ulysses;
   if (s == "p2p") return StrategyKind::ring;
-  throw UsageError("unknown strategy '" + std::string(s) + "'; " +
-                   use_value("strategy", {"all_gather", "ulysses", "ring", "hybrid"},
-                             "the strategies are all_gather, ulysses, ring and hybrid"));
+  throw UsageError("unknown strategy '" + std::string(s) + "'",
+                   {Fix{{"--strategy all_gather, ulysses, ring or hybrid"},
+                        "the strategies are all_gather, ulysses, ring and hybrid"}});
 }
 
 std::vector<StrategyKind> all_strategies() {
@@ -80,10 +80,10 @@ std::string str(std::int64_t v) {
   return std::to_string(v);
 }
 
-using Fix = std::function<std::string()>;  // made only when the check fails (flags.hpp spells it for the program)
+using FixFn = std::function<Fix()>;  // made only when the check fails
 
 // An A2A group of A ranks splits the heads A ways: Nq % A == 0, and Nkv % A == 0 unless KV heads are replicated.
-void validate_heads_split(const Problem& p, int A, const std::string& who, const Fix& fix_q, const Fix& fix_kv) {
+void validate_heads_split(const Problem& p, int A, const std::string& who, const FixFn& fix_q, const FixFn& fix_kv) {
   if (p.heads % A != 0)
     require(false,
             who + " splits the " + str(p.heads) + " query heads over " + str(A) + " ranks, so Nq % " + str(A) +
@@ -110,31 +110,36 @@ std::int64_t divisor_up_to(std::int64_t n, int C) {
   return 1;
 }
 
-std::int64_t round_up(std::int64_t x, std::int64_t m) {
-  return (x + m - 1) / m * m;
-}
+std::atomic<std::int64_t> validation_count{0};
+
 }  // namespace
 
-void validate(const Problem& p, StrategyKind kind) {
-  require(p.batch >= 1, "the batch B must be at least 1 (got " + str(p.batch) + ")", use({"--batch 1"}));
-  require(p.heads >= 1, "the query heads Nq must be at least 1 (got " + str(p.heads) + ")", use({"--heads 1 or more"}));
+std::int64_t validations() { return validation_count.load(); }
+
+void validate(const Problem& p, StrategyKind kind) { (void)validated(p, kind); }
+
+ValidProblem validated(const Problem& p, StrategyKind kind) {
+  ++validation_count;
+  require(p.batch >= 1, "the batch B must be at least 1 (got " + str(p.batch) + ")", Fix{{"--batch 1"}});
+  require(p.heads >= 1, "the query heads Nq must be at least 1 (got " + str(p.heads) + ")", Fix{{"--heads 1 or more"}});
   require(p.kv_heads >= 1, "the KV heads Nkv must be at least 1 (got " + str(p.kv_heads) + ")",
-          use({"--kv-heads 1 or more"}));
-  require(p.head_dim >= 1, "the head dim D must be at least 1 (got " + str(p.head_dim) + ")", use({"--head-dim 64"}));
+          Fix{{"--kv-heads 1 or more"}});
+  require(p.head_dim >= 1, "the head dim D must be at least 1 (got " + str(p.head_dim) + ")", Fix{{"--head-dim 64"}});
   if (p.heads % p.kv_heads != 0)
     require(
         false,
         "grouped-query attention shares each KV head among Nq/Nkv query heads, so Nq % Nkv must be 0 (Nq=" +
             str(p.heads) + ", Nkv=" + str(p.kv_heads) + ")",
-        use({"--kv-heads " + str(p.heads) + " (or a divisor of it)", "--heads " + str(round_up(p.heads, p.kv_heads))}));
+        Fix{{"--kv-heads " + str(p.heads) + " (or a divisor of it)",
+             "--heads " + str(multiple_for_fix(p.heads, p.kv_heads))}});
   require(p.window >= 0, "the window W must be 0 (none) or positive (got " + str(p.window) + ")",
-          use({"--window 256"}));
-  require(p.chunk >= 0, "--chunk must be positive (got " + str(p.chunk) + ")", use({"--chunk 16"}));
+          Fix{{"--window 256"}});
+  require(p.chunk >= 0, "--chunk must be positive (got " + str(p.chunk) + ")", Fix{{"--chunk 16"}});
   require(p.chunk == 0 || p.sharding == Sharding::balanced, "--chunk sets the balanced sharding's chunk size",
-          use({"--sharding balanced"}, "drop --chunk"));
+          Fix{{"--sharding balanced"}, "drop --chunk"});
   require(!p.docs.pad || p.sharding == Sharding::zigzag,
           "--pad-docs pads documents for per-document zigzag (--sharding zigzag)",
-          use({"--sharding zigzag"}, "drop --pad-docs"));
+          Fix{{"--sharding zigzag"}, "drop --pad-docs"});
   (void)p.layout();  // throws for impossible documents and layouts
   // The largest copies a run makes are the whole tensors as doubles on the host: none may be more than one process
   // can address (and no product of extents may wrap).
@@ -144,22 +149,22 @@ void validate(const Problem& p, StrategyKind kind) {
   tensor_bytes("k", {B, S, Nkv, D}, sizeof(double), "doubles");
   if (p.kv_replicate)
     require(kind == StrategyKind::ulysses || kind == StrategyKind::hybrid,
-            "--kv-replicate only applies to the all-to-all strategies", use_value("strategy", {"ulysses", "hybrid"}));
+            "--kv-replicate only applies to the all-to-all strategies", Fix{{"--strategy ulysses or hybrid"}});
 
   const int C = p.ranks;
   if (kind == StrategyKind::ulysses) {
     validate_heads_split(
         p, C, "ulysses",
         [&] {
-          return use({"--strategy ring", "--strategy hybrid --a2a A with A dividing Nq",
-                      "--ranks " + str(divisor_up_to(p.heads, C)), "--heads " + str(round_up(p.heads, C))});
+          return Fix{{"--strategy ring", "--strategy hybrid --a2a A with A dividing Nq",
+                      "--ranks " + str(divisor_up_to(p.heads, C)), "--heads " + str(multiple_for_fix(p.heads, C))}};
         },
         [&] {
           if (C % p.kv_heads == 0)
-            return use({"--kv-replicate (each KV head copied onto C/Nkv ranks)",
-                        "--strategy hybrid --a2a " + str(p.kv_heads), "--ranks " + str(divisor_up_to(p.kv_heads, C))});
-          return use({"--strategy hybrid --a2a A with A dividing Nkv", "--strategy ring",
-                      "--ranks " + str(divisor_up_to(p.kv_heads, C))});
+            return Fix{{"--kv-replicate (each KV head copied onto C/Nkv ranks)",
+                        "--strategy hybrid --a2a " + str(p.kv_heads), "--ranks " + str(divisor_up_to(p.kv_heads, C))}};
+          return Fix{{"--strategy hybrid --a2a A with A dividing Nkv", "--strategy ring",
+                      "--ranks " + str(divisor_up_to(p.kv_heads, C))}};
         });
   }
   if (kind == StrategyKind::hybrid) {
@@ -168,17 +173,17 @@ void validate(const Problem& p, StrategyKind kind) {
       require(false,
               "the hybrid runs on a 2-D mesh C = A x R, so the A2A group size A must divide C (A=" + str(A) +
                   ", C=" + str(C) + ")",
-              C % 2 == 0 ? use({"--a2a 2"}) : use({"--a2a 1 or a divisor of C"}));
+              Fix{{C % 2 == 0 ? "--a2a 2" : "--a2a 1 or a divisor of C"}});
     validate_heads_split(
-        p, A, "the hybrid's A2A group", [&] { return use({"an --a2a that divides Nq"}); },
+        p, A, "the hybrid's A2A group", [&] { return Fix{{"an --a2a that divides Nq"}}; },
         [&] {
-          return use({"--kv-replicate", "an --a2a that divides Nkv"});
+          return Fix{{"--kv-replicate", "an --a2a that divides Nkv"}};
         });
   } else if (p.a2a > 0) {
-    const std::string hybrid = use({"--strategy hybrid"});
-    require(false, "--a2a sets the hybrid's A2A group size",
-            hybrid + (hybrid.empty() ? "drop --a2a" : " or drop --a2a"));
+    throw UsageError("--a2a sets the hybrid's A2A group size",
+                     {Fix{{"--strategy hybrid"}}, Fix{{}, "drop --a2a", " or "}});
   }
+  return ValidProblem(p, kind);
 }
 
 BufferUse kv_input_use(StrategyKind kind, int ranks) {
@@ -186,10 +191,15 @@ BufferUse kv_input_use(StrategyKind kind, int ranks) {
 }
 
 std::unique_ptr<Strategy> make_strategy(StrategyKind kind, Communicator& comm, Device& dev, const Problem& p) {
-  validate(p, kind);
+  return make_strategy(validated(p, kind), comm, dev);
+}
+
+std::unique_ptr<Strategy> make_strategy(const ValidProblem& valid, Communicator& comm, Device& dev) {
+  const Problem& p = valid.problem();
+  const StrategyKind kind = valid.kind();
   if (comm.size() != p.ranks)
-    throw UsageError("the communicator has " + str(comm.size()) + " ranks but the problem asks for " + str(p.ranks) +
-                     "; " + use({"--ranks " + str(comm.size())}, "give the problem as many ranks"));
+    throw UsageError("the communicator has " + str(comm.size()) + " ranks but the problem asks for " + str(p.ranks),
+                     {Fix{{"--ranks " + str(comm.size())}, "give the problem as many ranks"}});
   switch (kind) {
     case StrategyKind::all_gather:
       return make_all_gather(comm, dev, p);

@@ -58,8 +58,27 @@ struct Problem {
   SeqLayout layout() const;
 };
 
-// Throws UsageError naming the constraint and a fix for every impossible configuration.
+// A problem that validation accepted for a strategy. Only validated() makes one, so code that takes a ValidProblem
+// (the run, its memory count, the counting run, each rank's strategy) need not check again: a run validates once.
+class ValidProblem {
+ public:
+  const Problem& problem() const { return problem_; }
+  StrategyKind kind() const { return kind_; }
+
+ private:
+  friend ValidProblem validated(const Problem& p, StrategyKind kind);
+  ValidProblem(const Problem& p, StrategyKind kind) : problem_(p), kind_(kind) {}
+  Problem problem_;
+  StrategyKind kind_;
+};
+
+// The problem, validated for the strategy: throws UsageError naming the constraint and a fix for every impossible
+// configuration.
+ValidProblem validated(const Problem& p, StrategyKind kind);
+// validated(), for a caller that only asks whether the problem is possible.
 void validate(const Problem& p, StrategyKind kind);
+// How many times validated() has run in this process (tests count a run's validations).
+std::int64_t validations();
 
 struct LocalOutput {
   Buffer out;                  // [B, s, Nq, D], this rank's rows (input sharding)
@@ -86,6 +105,9 @@ class Strategy {
 // travelling kv, Ulysses and the hybrid into all-to-all buffers. Q and dout are never sent as they are.
 BufferUse kv_input_use(StrategyKind kind, int ranks);
 
+// The strategy of the problem on this rank (comm must have the problem's C ranks).
+std::unique_ptr<Strategy> make_strategy(const ValidProblem& p, Communicator& comm, Device& dev);
+// validated(), then the above.
 std::unique_ptr<Strategy> make_strategy(StrategyKind kind, Communicator& comm, Device& dev, const Problem& p);
 
 }  // namespace cpsim

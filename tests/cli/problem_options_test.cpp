@@ -118,7 +118,7 @@ TEST_CASE("the whole table builds the validated configuration of cpsim run") {
                 .run(),
             vm);
   po::notify(vm);
-  const RunConfig c = to_run_config(o, vm);
+  const RunConfig c = to_run_config(o, vm).first;
   CHECK(c.strategy == StrategyKind::hybrid);
   CHECK(c.problem.a2a == 4);
   CHECK(c.problem.kv_heads == 8);

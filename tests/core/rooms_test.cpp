@@ -20,8 +20,8 @@ const std::map<std::string, std::set<std::string>> kBelow{
     {"kernels", {"core", "os"}},
     {"comm", {"core", "os"}},
     {"strategies", {"core", "os", "layout", "kernels", "comm"}},
-    {"runtime", {"core", "os", "layout", "kernels", "comm", "strategies"}},
-    {"model", {"core", "os", "layout", "kernels", "comm", "strategies", "runtime"}},
+    {"model", {"core", "os", "layout", "kernels", "comm", "strategies"}},
+    {"runtime", {"core", "os", "layout", "kernels", "comm", "strategies", "model"}},
     {"cuda", {"core", "os", "kernels", "comm"}},
     {"cli", {"core", "os", "layout", "kernels", "comm", "strategies", "runtime", "model", "cuda"}},
 };

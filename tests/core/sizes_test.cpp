@@ -4,9 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <map>
+#include <string>
 
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 
 using namespace cpsim;
 
@@ -21,7 +22,6 @@ TEST_CASE("checked arithmetic gives the exact result or nothing when 64 bits can
 }
 
 TEST_CASE("a tensor's bytes are its extents' product times the element size, up to what a process can address") {
-  offer_all_flags();
   CHECK(tensor_bytes("q", {{"B", 2, "batch"}, {"S", 64, "seq"}, {"Nq", 4, "heads"}, {"D", 16, "head-dim"}}, 8,
                      "doubles") == 2 * 64 * 4 * 16 * 8);
   // 2^47 bytes exactly is the limit; one element more is refused.
@@ -30,7 +30,6 @@ TEST_CASE("a tensor's bytes are its extents' product times the element size, up 
 }
 
 TEST_CASE("a shape whose product wraps 64 bits is refused in one line naming the tensor, its size and the flag") {
-  offer_all_flags();
   // 2^58 heads x 64 x 16 = 2^68 values: the product wraps to 0 in 64 bits.
   const std::int64_t heads = std::int64_t{1} << 58;
   CHECK_THROWS_WITH_AS(
@@ -41,14 +40,32 @@ TEST_CASE("a shape whose product wraps 64 bits is refused in one line naming the
       UsageError);
 }
 
+// The program's words for a message (sim/cli/flag_names.hpp) from its flag table.
+std::string worded_in(const UsageError& e, const std::map<std::string, std::string>& names) {
+  return e.worded([&](const std::string& q) {
+    const auto it = names.find(q);
+    return it == names.end() ? std::string() : "--" + it->second;
+  });
+}
+
 TEST_CASE("the fix names the program's own flag, or the shape when the program has none for that extent") {
-  offer_flags({{"seq", "seqs"}});
-  CHECK_THROWS_WITH_AS(tensor_bytes("k", {{"B", 1, "batch"}, {"S", std::int64_t{1} << 50, "seq"}}, 8, "doubles"),
-                       doctest::Contains("; use a smaller --seqs"), UsageError);
-  offer_flags({});
-  CHECK_THROWS_WITH_AS(tensor_bytes("k", {{"S", std::int64_t{1} << 50, "seq"}}, 8, "doubles"),
-                       doctest::Contains("; use a smaller shape"), UsageError);
-  offer_all_flags();
+  try {
+    tensor_bytes("k", {{"B", 1, "batch"}, {"S", std::int64_t{1} << 50, "seq"}}, 8, "doubles");
+    FAIL("not refused");
+  } catch (const UsageError& e) {
+    CHECK(worded_in(e, {{"seq", "seqs"}}).find("; use a smaller --seqs") != std::string::npos);
+    CHECK(worded_in(e, {}).find("; use a smaller shape") != std::string::npos);
+  }
+}
+
+TEST_CASE("a fix rounds up to the next multiple, or down where the one above would not fit in 64 bits") {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  CHECK(multiple_for_fix(10, 8) == 16);
+  CHECK(multiple_for_fix(16, 8) == 16);
+  CHECK(multiple_for_fix(3, 8) == 8);
+  CHECK(multiple_for_fix(kMax, 6) == kMax / 6 * 6);  // the multiple above wraps: the one below
+  CHECK(multiple_for_fix(kMax - 1, 2) == kMax - 1);
+  CHECK(multiple_for_fix(kMax, 2) == kMax - 1);
 }
 
 TEST_CASE("byte totals are summed with checks too") {

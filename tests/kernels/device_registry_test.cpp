@@ -42,10 +42,13 @@ TEST_CASE("the cuda device offers mma2, mma1 and simt besides auto, and says whi
   CHECK(offers_kernel(cuda, "auto"));
   CHECK_FALSE(offers_kernel(cuda, "mma3"));
   REQUIRE(cuda.kernel_problem);
-  CHECK(cuda.kernel_problem("mma2", DType::bf16, 128).empty());
-  CHECK(cuda.kernel_problem("mma1", DType::bf16, 64).empty());
-  CHECK(cuda.kernel_problem("simt", DType::f32, 32).empty());
-  CHECK(cuda.kernel_problem("mma2", DType::f32, 128).find("bf16 with head dim 64 or 128") != std::string::npos);
-  CHECK(cuda.kernel_problem("mma1", DType::bf16, 32).find("head dim 32") != std::string::npos);
+  CHECK_FALSE(cuda.kernel_problem("mma2", DType::bf16, 128).has_value());
+  CHECK_FALSE(cuda.kernel_problem("mma1", DType::bf16, 64).has_value());
+  CHECK_FALSE(cuda.kernel_problem("simt", DType::f32, 32).has_value());
+  const std::string f32 = cuda.kernel_problem("mma2", DType::f32, 128).value().what();
+  CHECK(f32.find("bf16 with head dim 64 or 128") != std::string::npos);
+  CHECK(f32.find("; use --dtype bf16 --head-dim 128 or --kernel auto") != std::string::npos);
+  CHECK(std::string(cuda.kernel_problem("mma1", DType::bf16, 32).value().what()).find("head dim 32") !=
+        std::string::npos);
 }
 #endif

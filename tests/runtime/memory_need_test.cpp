@@ -9,7 +9,6 @@
 
 #include "sim/comm/shm_heap.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/core/host_arena.hpp"
 #include "sim/core/sizes.hpp"
 #include "sim/kernels/cpu_device.hpp"
@@ -109,7 +108,6 @@ TEST_CASE("a ring forward's message buffers are its two travelling K/V blocks, a
 }
 
 TEST_CASE("a run beyond the limit is refused naming its need, the limit and a fix that makes it fit") {
-  offer_all_flags();
   RunConfig c = config(StrategyKind::all_gather, Sharding::zigzag, DType::f64, true);
   c.problem.seq = 4096;
   c.check = true;
@@ -185,8 +183,9 @@ TEST_CASE(
     for (std::int64_t peak : memory_need(cfg).message_peak)  // as run.cpp sizes it
       opt.heap_bytes = std::max(opt.heap_bytes, static_cast<std::size_t>(peak));
     REQUIRE(opt.heap_bytes > 0);
+    const ValidProblem valid = validated(cfg.problem, cfg.strategy);
     const auto out = launch(opt, [&](Communicator& comm) {
-      run_rank(cfg, comm);
+      run_rank(cfg, valid, comm);
       auto* arena = dynamic_cast<RankArena*>(host_arena());
       if (arena == nullptr) return std::string("no arena");
       // Allocations that did not fit, and whether it served any.

@@ -52,3 +52,21 @@ TEST_CASE("a checked run keeps its outputs even when asked to keep none, and pas
   CHECK(r.check.ran);
   CHECK(r.check.passed);
 }
+
+TEST_CASE("a run of C ranks validates its problem once, not once per rank or per step before the launch") {
+  // The threads backend runs every rank in this process, so a rank's validation would be counted here too.
+  for (int C : {1, 4, 8}) {
+    CAPTURE(C);
+    RunConfig cfg = small_run(Backend::threads);
+    cfg.problem.ranks = C;
+    const std::int64_t before = validations();
+    const RunResult r = run(cfg);
+    CHECK(r.ranks.size() == static_cast<std::size_t>(C));
+    CHECK(validations() - before == 1);
+    // A caller that checked the configuration already hands its validated problem on: none more.
+    const ValidProblem valid = check_config(cfg);
+    const std::int64_t checked = validations();
+    (void)run(cfg, valid);
+    CHECK(validations() == checked);
+  }
+}

@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <limits>
+#include <string>
+#include <type_traits>
+
 #include "sim/core/error.hpp"
 #include "sim/strategies/strategy.hpp"
 
@@ -47,4 +51,30 @@ TEST_CASE("impossible shapes are refused with the constraint named") {
   p.a2a = 2;
   CHECK_THROWS_WITH_AS(validate(p, StrategyKind::ring), doctest::Contains("--a2a"), UsageError);
   CHECK_THROWS_AS(parse_strategy("tree"), UsageError);
+}
+
+TEST_CASE("only validation makes a ValidProblem, and each validation is counted") {
+  static_assert(!std::is_default_constructible_v<ValidProblem>);
+  static_assert(!std::is_constructible_v<ValidProblem, Problem, StrategyKind>);
+  const std::int64_t before = validations();
+  const ValidProblem v = validated(problem(4, 64, 8, 8), StrategyKind::ring);
+  CHECK(v.problem().seq == 64);
+  CHECK(v.kind() == StrategyKind::ring);
+  CHECK(validations() == before + 1);
+  CHECK_THROWS_AS(validated(problem(4, 60, 8, 8), StrategyKind::ring), UsageError);
+  CHECK(validations() == before + 2);
+}
+
+TEST_CASE("a fix never suggests a value that wraps: S near 2^63 is rounded down to a multiple of 2C") {
+  Problem p = problem(3, std::numeric_limits<std::int64_t>::max(), 8, 8);
+  std::string message;
+  try {
+    validate(p, StrategyKind::ring);
+  } catch (const UsageError& e) {
+    message = e.what();
+  }
+  CAPTURE(message);
+  CHECK(message.find("; use --seq " + std::to_string(std::numeric_limits<std::int64_t>::max() / 6 * 6) +
+                     " or --sharding contiguous") != std::string::npos);
+  CHECK(message.find("--seq -") == std::string::npos);
 }

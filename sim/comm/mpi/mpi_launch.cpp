@@ -25,7 +25,6 @@
 #include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
 #include "sim/comm/rank_binding.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/comm/mpi/mpi_communicator.hpp"
 #include "sim/core/bytes.hpp"
 
@@ -35,12 +34,12 @@ namespace {
 constexpr int kResultTag = 1;
 constexpr std::size_t kPiece = std::size_t{1} << 30;  // results travel in pieces MPI's int counts can hold
 
-std::string not_launched(int ranks) {
-  return "--backend mpi with --ranks " + std::to_string(ranks) + " needs " + std::to_string(ranks) +
-         " processes started by mpirun, but this process was not started by an MPI launcher; run it as "
-         "`mpirun -np " +
-         std::to_string(ranks) + " cpsim ... --backend mpi --ranks " + std::to_string(ranks) + "`" +
-         (flag("backend").empty() ? "" : ", or " + use_value("backend", {"threads"}));
+UsageError not_launched(int ranks) {
+  const std::string C = std::to_string(ranks);
+  return UsageError("--backend mpi with --ranks " + C + " needs " + C +
+                        " processes started by mpirun, but this process was not started by an MPI launcher",
+                    {Fix{{}, "run it as `mpirun -np " + C + " cpsim ... --backend mpi --ranks " + C + "`"},
+                     Fix{{"--backend threads"}}});
 }
 
 bool native_reductions() {
@@ -94,18 +93,18 @@ std::vector<std::string> gather_to_rank0(MPI_Comm comm, int rank, int size, cons
 
 std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn) {
   // STEP 1: the world.
-  if (!mpi::launcher_env().launched() && opt.ranks > 1) throw UsageError(not_launched(opt.ranks));
+  if (!mpi::launcher_env().launched() && opt.ranks > 1) throw not_launched(opt.ranks);
   const bool native = native_reductions();
   mpi::ensure_initialized();
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size == 1 && opt.ranks > 1) throw UsageError(not_launched(opt.ranks));
+  if (size == 1 && opt.ranks > 1) throw not_launched(opt.ranks);
   require(size == opt.ranks,
           "--ranks " + std::to_string(opt.ranks) + " disagrees with the MPI job: mpirun started " +
               std::to_string(size) + " processes (one rank each)",
-          use({"--ranks " + std::to_string(size)}, "start it") + (flag("ranks").empty() ? " with" : ", or") + " mpirun -np " +
-              std::to_string(opt.ranks));
+          Fix{{"--ranks " + std::to_string(size) + ", or mpirun -np " + std::to_string(opt.ranks)},
+              "start it with mpirun -np " + std::to_string(opt.ranks)});
 
   // STEP 2: this launch's communicator, and the watchdog over its blocking calls.
   auto dog = std::make_shared<mpi::Watchdog>(rank, opt.timeout);
@@ -133,6 +132,8 @@ std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn) 
     put_outcome(w, result, rec);
     payloads = gather_to_rank0(comm, rank, size, w.take(), *dog);
   } catch (const UsageError& e) {
+    // The job ends here, in the rank, below the program that would word the fix: what() names every flag under its
+    // own (cpsim run's) name. The usage errors a program can foresee are thrown before the launch, and it words them.
     abort_job(rank, e.what(), 2);
   } catch (const std::exception& e) {
     abort_job(rank, e.what(), 1);
