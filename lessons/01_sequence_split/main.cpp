@@ -175,8 +175,8 @@ int run_lesson(int argc, char** argv) {
     const double d = max_diff_on_rows(pieced, whole, L, oc.rank, H);
     const std::int64_t sent = oc.stats.comm_counts().bytes_sent;
     per_token_ok = per_token_ok && d == 0 && sent == 0;
-    std::cout << "  " << lesson::pad(std::to_string(oc.rank), 6) << lesson::pad(std::to_string(L.local_len()), 6)
-              << lesson::pad(std::to_string(sent), 12) << (d == 0 ? "0 (bit for bit)" : lesson::fixed(d, 3)) << "\n";
+    std::cout << "  " << lesson::left(std::to_string(oc.rank), 6) << lesson::left(std::to_string(L.local_len()), 6)
+              << lesson::left(std::to_string(sent), 12) << (d == 0 ? "0 (bit for bit)" : lesson::fixed(d, 3)) << "\n";
   }
   lesson::expect(per_token_ok, "the per-token block on shards equals the block on the whole, with no bytes sent");
   std::cout << "\n";
@@ -211,8 +211,8 @@ int run_lesson(int argc, char** argv) {
         missed = std::max(missed, 1 - std::exp(alone.lse[static_cast<std::size_t>(h * s + i)] -
                                                ref.lse[static_cast<std::size_t>(h * p.seq + pos[i])]));
     const std::int64_t needed = pos.back() + 1;  // a causal query sees every key up to itself
-    std::cout << "  " << lesson::pad(std::to_string(r), 6) << lesson::pad(std::to_string(s), 13)
-              << lesson::pad(std::to_string(needed), 15) << lesson::pad(lesson::fixed(100 * missed, 0) + "%", 18)
+    std::cout << "  " << lesson::left(std::to_string(r), 6) << lesson::left(std::to_string(s), 13)
+              << lesson::left(std::to_string(needed), 15) << lesson::left(lesson::fixed(100 * missed, 0) + "%", 18)
               << (err < 1e-12 ? "0 (right)" : lesson::fixed(err, 2) + " (wrong)") << "\n";
     lesson::expect((err < 1e-12) == (needed == s), "a rank alone is right exactly when it holds every key it needs");
     lesson::expect((err < 1e-12) == (missed < 1e-12), "a rank alone is wrong exactly when it misses softmax weight");

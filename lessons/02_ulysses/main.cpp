@@ -78,16 +78,16 @@ void draw_holders(const SeqLayout& L, std::int64_t heads,
                   const std::map<std::pair<std::int64_t, std::int64_t>, int>& who) {
   const std::int64_t t = L.chunk_len();
   std::string header = "         ";
-  for (std::int64_t h = 0; h < heads; ++h) header += lesson::pad("h" + std::to_string(h), 4);
+  for (std::int64_t h = 0; h < heads; ++h) header += lesson::left("h" + std::to_string(h), 4);
   while (header.back() == ' ') header.pop_back();
   std::cout << header << "\n";
   for (std::int64_t c = 0; c < 2 * L.ranks(); ++c) {
-    std::string line = "  " + lesson::pad("c" + std::to_string(c), 7);
+    std::string line = "  " + lesson::left("c" + std::to_string(c), 7);
     for (std::int64_t h = 0; h < heads; ++h) {
       std::set<int> ranks;
       for (std::int64_t x = c * t; x < (c + 1) * t; ++x) ranks.insert(who.at({x, h}));
       lesson::expect(ranks.size() == 1, "a whole chunk of one head sits on one rank");
-      line += lesson::pad(std::to_string(*ranks.begin()), 4);
+      line += lesson::left(std::to_string(*ranks.begin()), 4);
     }
     while (line.back() == ' ') line.pop_back();
     std::cout << line << "\n";
@@ -192,9 +192,9 @@ int run_lesson(int argc, char** argv) {
   for (const RankReport& rk : r.ranks) {
     const auto& cc = rk.stats.comm_counts();
     lesson::expect(cc.count("all_to_all") == 4 && cc.bytes_sent == want, "4 all-to-alls, each (C-1)/C of its tensor");
-    std::cout << "  " << lesson::pad(std::to_string(rk.rank), 6)
-              << lesson::pad("all_to_all " + std::to_string(cc.count("all_to_all")), 17)
-              << lesson::pad(lesson::bytes(cc.bytes_sent), 12) << lesson::bytes(want) << "\n";
+    std::cout << "  " << lesson::left(std::to_string(rk.rank), 6)
+              << lesson::left("all_to_all " + std::to_string(cc.count("all_to_all")), 17)
+              << lesson::left(lesson::bytes(cc.bytes_sent), 12) << lesson::bytes(want) << "\n";
   }
   std::cout << "\n";
   lesson::say("Three all-to-alls for q, k and v (step 0 of the run), attention over all " + std::to_string(p.seq) +

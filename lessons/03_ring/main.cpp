@@ -63,13 +63,13 @@ int run_lesson(int argc, char** argv) {
   lesson::row(header);
   for (const StepFrame& f : frames) {
     if (f.phase != "forward") continue;
-    std::string line = "  " + lesson::pad(std::to_string(f.step), 4);
+    std::string line = "  " + lesson::left(std::to_string(f.step), 4);
     for (const RankStep& rs : f.ranks) {
       const int owner = L.owner(rs.kv_read.front().lo);
       lesson::expect(owner == ((rs.rank - f.step) % C + C) % C, "at step i rank r holds the K/V of rank r - i");
       for (const BlockDone& b : rs.blocks)
         lesson::expect((b.kind == BlockKind::skipped) == (owner > rs.rank), "a rank skips exactly the later K/V");
-      line += "  " + lesson::pad(std::to_string(owner), 6);
+      line += "  " + lesson::left(std::to_string(owner), 6);
     }
     lesson::row(line);
   }
@@ -93,8 +93,8 @@ int run_lesson(int argc, char** argv) {
   std::cout << "  rank  visible pairs  per (batch, head)  the chapter's ring blocks\n";
   for (int rank = 0; rank < C; ++rank) {
     const std::int64_t x = pairs[static_cast<std::size_t>(rank)];
-    std::cout << "  " << lesson::pad(std::to_string(rank), 6) << lesson::pad(std::to_string(x), 15)
-              << lesson::pad(std::to_string(x / bh), 19) << blocks[static_cast<std::size_t>(rank)] << "\n";
+    std::cout << "  " << lesson::left(std::to_string(rank), 6) << lesson::left(std::to_string(x), 15)
+              << lesson::left(std::to_string(x / bh), 19) << blocks[static_cast<std::size_t>(rank)] << "\n";
   }
   std::cout << "  visible pairs: query-key pairs the mask lets through, summed over " << p.heads << " heads and\n"
             << "  batch " << p.batch << "; the chapter's ring blocks: the blocks its ring program computes\n\n";
@@ -142,7 +142,7 @@ int run_lesson(int argc, char** argv) {
     const std::int64_t work = rk.stats.total_work().pairs;
     total += work;
     never_waits += work == critical;
-    std::cout << "  " << lesson::pad(std::to_string(rk.rank), 6) << lesson::pad(std::to_string(work), 7)
+    std::cout << "  " << lesson::left(std::to_string(rk.rank), 6) << lesson::left(std::to_string(work), 7)
               << critical - work << "\n";
   }
   std::cout << "  works: its visible pairs; wait: the pairs' worth of time it waits before\n"

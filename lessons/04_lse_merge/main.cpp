@@ -171,13 +171,13 @@ int run_lesson(int argc, char** argv) {
   const double out_a = (std::exp(1.0) * 10 + std::exp(2.0) * 20) / std::exp(lse_a);
   const double out_b = (std::exp(0.5) * 30 + std::exp(3.0) * 40) / std::exp(lse_b);
   std::cout << "                          by hand     from the device\n";
-  std::cout << "  lse_a = log(e^1 + e^2)  " << lesson::pad(lesson::fixed(lse_a, 4), 12) << lesson::fixed(a.lse, 4)
+  std::cout << "  lse_a = log(e^1 + e^2)  " << lesson::left(lesson::fixed(lse_a, 4), 12) << lesson::fixed(a.lse, 4)
             << "\n";
-  std::cout << "  out_a                   " << lesson::pad(lesson::fixed(out_a, 4), 12) << lesson::fixed(a.out, 4)
+  std::cout << "  out_a                   " << lesson::left(lesson::fixed(out_a, 4), 12) << lesson::fixed(a.out, 4)
             << "\n";
-  std::cout << "  lse_b = log(e^.5 + e^3) " << lesson::pad(lesson::fixed(lse_b, 4), 12) << lesson::fixed(b.lse, 4)
+  std::cout << "  lse_b = log(e^.5 + e^3) " << lesson::left(lesson::fixed(lse_b, 4), 12) << lesson::fixed(b.lse, 4)
             << "\n";
-  std::cout << "  out_b                   " << lesson::pad(lesson::fixed(out_b, 4), 12) << lesson::fixed(b.out, 4)
+  std::cout << "  out_b                   " << lesson::left(lesson::fixed(out_b, 4), 12) << lesson::fixed(b.out, 4)
             << "\n\n";
   lesson::expect(std::abs(lse_a - a.lse) < 1e-12 && std::abs(out_b - b.out) < 1e-12, "the device agrees by hand");
 
@@ -248,10 +248,10 @@ int run_lesson(int argc, char** argv) {
     const RowStep& st = steps[i];
     char err[32];  // below 1e-12 only rounding is left, and its last digits differ between builds
     std::snprintf(err, sizeof err, st.max_err < 1e-12 ? "< 1e-12" : "%.1e", st.max_err);
-    std::cout << "  " << lesson::pad(std::to_string(i), 6) << lesson::pad("rank " + std::to_string(st.owner), 8)
-              << lesson::pad(std::to_string(st.keys), 6) << lesson::pad(lesson::fixed(st.block_lse, 4), 11)
-              << lesson::pad(lesson::fixed(st.lse, 4), 9) << lesson::pad(lesson::fixed(st.weight_seen, 4), 13)
-              << lesson::pad(lesson::fixed(st.out0, 4), 11) << err << "\n";
+    std::cout << "  " << lesson::left(std::to_string(i), 6) << lesson::left("rank " + std::to_string(st.owner), 8)
+              << lesson::left(std::to_string(st.keys), 6) << lesson::left(lesson::fixed(st.block_lse, 4), 11)
+              << lesson::left(lesson::fixed(st.lse, 4), 9) << lesson::left(lesson::fixed(st.weight_seen, 4), 13)
+              << lesson::left(lesson::fixed(st.out0, 4), 11) << err << "\n";
     lesson::expect(st.weight_seen >= last_weight - 1e-12, "the weight seen only grows");
     last_weight = st.weight_seen;
   }

@@ -117,17 +117,17 @@ int run_lesson(int argc, char** argv) {
   const auto table = ring_step_pairs(Z);
   std::cout << "  visible pairs x heads x batch per step (t = " << t << " tokens, heads x batch = " << BN << ")\n";
   std::cout << "  rank  ";
-  for (int i = 0; i < C; ++i) std::cout << lesson::pad("step " + std::to_string(i), 9);
+  for (int i = 0; i < C; ++i) std::cout << lesson::left("step " + std::to_string(i), 9);
   std::cout << "kinds\n";
   for (const RankReport& rk : r.ranks) {
-    std::cout << "  " << lesson::pad(std::to_string(rk.rank), 6);
+    std::cout << "  " << lesson::left(std::to_string(rk.rank), 6);
     for (int i = 0; i < C; ++i) {
       std::int64_t pairs = 0;
       for (const auto& sw : rk.stats.step_work())
         if (sw.phase == "forward" && sw.step == i) pairs += sw.work.pairs;
       const std::int64_t want = BN * (i == 0 ? 2 * t * t + t : 2 * t * t);
       lesson::expect(pairs == want && pairs == BN * table[rk.rank][i], "step work is 2t^2 + t, then 2t^2");
-      std::cout << lesson::pad(std::to_string(pairs), 9);
+      std::cout << lesson::left(std::to_string(pairs), 9);
     }
     std::map<std::string, int> kinds;
     for (const StepFrame& f : frames)

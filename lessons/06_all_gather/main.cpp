@@ -93,7 +93,7 @@ int run_lesson(int argc, char** argv) {
   std::cout << "  rank  peak held (forward + backward)\n";
   for (const RankReport& rk : r.ranks) {
     lesson::expect(rk.stats.peak_bytes() >= full_kv, "an all-gather rank holds at least the full K and V");
-    std::cout << "  " << lesson::pad(std::to_string(rk.rank), 6) << lesson::bytes(rk.stats.peak_bytes()) << "\n";
+    std::cout << "  " << lesson::left(std::to_string(rk.rank), 6) << lesson::bytes(rk.stats.peak_bytes()) << "\n";
   }
   std::cout << "\n";
   lesson::say(
@@ -118,8 +118,8 @@ int run_lesson(int argc, char** argv) {
     if (c == 1) first_ag = max_peak(ag);
     last_ag = max_peak(ag);
     last_ring = max_peak(ring);
-    std::cout << "  " << lesson::pad(std::to_string(c), 4)
-              << lesson::pad(lesson::bytes(max_peak(ag)) + " (" + times(max_peak(ag)) + ")", 27)
+    std::cout << "  " << lesson::left(std::to_string(c), 4)
+              << lesson::left(lesson::bytes(max_peak(ag)) + " (" + times(max_peak(ag)) + ")", 27)
               << lesson::bytes(max_peak(ring)) << " (" << times(max_peak(ring)) << ")\n";
   }
   std::cout << "\n";

@@ -140,7 +140,7 @@ int run_lesson(int argc, char** argv) {
       const double e = std::max({max_diff(g.dq, ref.dq), max_diff(g.dk, ref.dk), max_diff(g.dv, ref.dv)});
       char buf[32];
       std::snprintf(buf, sizeof buf, e < 1e-12 ? "< 1e-12" : "%.1e", e);  // rounding's last digits vary by build
-      std::cout << "  " << lesson::pad(what, 36) << "max error of dq, dk, dv " << buf << "\n";
+      std::cout << "  " << lesson::left(what, 36) << "max error of dq, dk, dv " << buf << "\n";
       return e;
     };
     const double e_saved = line("with the final out and lse:", saved);
@@ -163,7 +163,7 @@ int run_lesson(int argc, char** argv) {
       std::vector<Span> q;
       for (const BlockDone& b : rs.blocks) q.insert(q.end(), b.q.begin(), b.q.end());
       lesson::expect(inside(q, L, rs.rank), "dQ is computed on the query's own rank");
-      std::cout << "  " << lesson::pad(std::to_string(rs.rank), 6) << lesson::pad(chunk_names(q, L, 'q'), 15)
+      std::cout << "  " << lesson::left(std::to_string(rs.rank), 6) << lesson::left(chunk_names(q, L, 'q'), 15)
                 << chunk_names(rs.kv_read, L, 'k') << "\n";
     }
   }
@@ -184,12 +184,12 @@ int run_lesson(int argc, char** argv) {
   lesson::row(header);
   for (const StepFrame& f : step_frames(ring)) {
     if (f.phase != "backward") continue;
-    std::string line = "  " + lesson::pad(std::to_string(f.step), 4);
+    std::string line = "  " + lesson::left(std::to_string(f.step), 4);
     for (const RankStep& rs : f.ranks) {
       const int owner = L.owner(rs.kv_read.front().lo);
       lesson::expect(owner == (rs.rank + 1 + f.step) % C, "backward step i holds the K/V of rank r + 1 + i");
       for (const BlockDone& b : rs.blocks) lesson::expect(inside(b.q, L, rs.rank), "dQ stays on its rank");
-      line += "  " + lesson::pad(std::to_string(owner), 6);
+      line += "  " + lesson::left(std::to_string(owner), 6);
     }
     lesson::row(line);
   }

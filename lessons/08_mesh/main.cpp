@@ -89,8 +89,8 @@ RunResult show_mesh(const lesson::Options& o, int A) {
     auto& same = group_rows[static_cast<std::size_t>(rs.rank / A)];
     if (member == 0) same = q;
     lesson::expect(chunk_names(q, L, 'q') == chunk_names(same, L, 'q'), "a group's members attend the same rows");
-    std::cout << "  " << lesson::pad(std::to_string(rs.rank), 6)
-              << lesson::pad(
+    std::cout << "  " << lesson::left(std::to_string(rs.rank), 6)
+              << lesson::left(
                      "h" + std::to_string(member * nh) + (nh > 1 ? "-" + std::to_string((member + 1) * nh - 1) : ""),
                      17)
               << chunk_names(q, L, 'q') << "\n";

@@ -101,8 +101,8 @@ int run_lesson(int argc, char** argv) {
   std::cout << "  way                      C   all-to-all  ring (P2P)  total sent\n";
   const auto row = [&](const std::string& name, int C, const RunResult& r) {
     const Bytes b = sent_by_kind(r);
-    std::cout << "  " << lesson::pad(name, 25) << lesson::pad(std::to_string(C), 4)
-              << lesson::pad(lesson::bytes(b.a2a), 12) << lesson::pad(lesson::bytes(b.p2p), 12)
+    std::cout << "  " << lesson::left(name, 25) << lesson::left(std::to_string(C), 4)
+              << lesson::left(lesson::bytes(b.a2a), 12) << lesson::left(lesson::bytes(b.p2p), 12)
               << lesson::bytes(b.a2a + b.p2p) << "\n";
     return b;
   };

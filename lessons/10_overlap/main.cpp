@@ -187,9 +187,9 @@ int run_lesson(int argc, char** argv) {
   for (std::int64_t per_rank : {1024, 4096, 16384, 65536}) {
     const double tc = step_compute_us(static_cast<double>(per_rank)), bytes = step_bytes(static_cast<double>(per_rank));
     const double tn = bytes / nvlink * 1e6, ti = bytes / ib * 1e6;
-    std::cout << "  " << lesson::pad(std::to_string(per_rank), 13) << lesson::pad(lesson::fixed(tc, 0) + " us", 11)
-              << lesson::pad(lesson::fixed(tn, 0) + " us", 11) << lesson::pad(tc >= tn ? "yes" : "no", 9)
-              << lesson::pad(lesson::fixed(ti, 0) + " us", 12) << (tc >= ti ? "yes" : "no") << "\n";
+    std::cout << "  " << lesson::left(std::to_string(per_rank), 13) << lesson::left(lesson::fixed(tc, 0) + " us", 11)
+              << lesson::left(lesson::fixed(tn, 0) + " us", 11) << lesson::left(tc >= tn ? "yes" : "no", 9)
+              << lesson::left(lesson::fixed(ti, 0) + " us", 12) << (tc >= ti ? "yes" : "no") << "\n";
   }
   // compute >= transfer  <=>  8 t^2 N D / F >= 4 t Nkv D b / BW  <=>  s = 2t >= Nkv b F / (N BW)   (Nkv = N here)
   const int s_nv = static_cast<int>(std::ceil(bytes_per * flops_rate / nvlink)),
@@ -231,11 +231,11 @@ int run_lesson(int argc, char** argv) {
       const double t = static_cast<double>(S / ranks) / 2;
       const double rate = (2 * t * t * ranks + t) * N * 4 * D / (cell.compute_us * 1e-6) / 1e12;
       rows.push_back({machine, S / ranks, cell.compute_us / ranks, rate, cell.exposed_us});
-      std::cout << "  " << lesson::pad(machine, 12) << lesson::pad(std::to_string(ranks), 4)
-                << lesson::pad(std::to_string(S / 1024) + "K", 6) << lesson::pad(std::to_string(S / ranks), 13)
-                << lesson::pad(lesson::fixed(cell.compute_us, 0) + " us", 10)
-                << lesson::pad(lesson::fixed(cell.compute_us / ranks, 0) + " us", 10)
-                << lesson::pad(lesson::fixed(rate, 0), 9) << lesson::fixed(cell.exposed_us, 0) << " us\n";
+      std::cout << "  " << lesson::left(machine, 12) << lesson::left(std::to_string(ranks), 4)
+                << lesson::left(std::to_string(S / 1024) + "K", 6) << lesson::left(std::to_string(S / ranks), 13)
+                << lesson::left(lesson::fixed(cell.compute_us, 0) + " us", 10)
+                << lesson::left(lesson::fixed(cell.compute_us / ranks, 0) + " us", 10)
+                << lesson::left(lesson::fixed(rate, 0), 9) << lesson::fixed(cell.exposed_us, 0) << " us\n";
     }
   }
   std::cout << "  compute: the slowest rank's attention over all C steps; per step: compute / C;\n"

@@ -40,15 +40,15 @@ model::PredictTable predicted_table(const char* machine, int ranks, const std::v
   const std::size_t n = spec.strategies.size();
   std::cout << "  " << machine << ", C=" << ranks << ": forward+backward ms (wait ms)\n";
   std::string header = "      S";
-  for (const auto& c : spec.strategies) header += "  " + lesson::pad(model::choice_label(c, ranks), 17);
+  for (const auto& c : spec.strategies) header += "  " + lesson::left(model::choice_label(c, ranks), 17);
   lesson::row(header);
   for (std::size_t row = 0; row < spec.seqs.size(); ++row) {
     const int best = model::fastest(t, row, n, true);
-    std::string line = "  " + lesson::pad(std::to_string(spec.seqs[row] / 1024) + "K", 5);
+    std::string line = "  " + lesson::left(std::to_string(spec.seqs[row] / 1024) + "K", 5);
     for (std::size_t k = 0; k < n; ++k) {
       const model::Cell& cell = t.cells[row * n + k];
       lesson::expect(cell.valid, "every modeled strategy runs");
-      line += "  " + lesson::pad(lesson::fixed(cell.total_us / 1000, 2) + (static_cast<int>(k) == best ? "*" : "") +
+      line += "  " + lesson::left(lesson::fixed(cell.total_us / 1000, 2) + (static_cast<int>(k) == best ? "*" : "") +
                                      " (" + lesson::fixed(cell.exposed_us / 1000, 2) + ")",
                                  17);
     }
@@ -83,10 +83,10 @@ void plan_step(const model::PredictTable& two) {
   const std::size_t n = std::min<std::size_t>(5, plan.fits.size());
   for (std::size_t i = 0; i < n; ++i) {
     const model::PlanEntry& e = plan.fits[i];
-    lesson::row("  " + lesson::pad(std::to_string(i + 1), 3) + lesson::pad(e.candidate.label, 21) +
-                lesson::pad(lesson::fixed(e.cell.total_us / 1000, 2), 10) +
-                lesson::pad(lesson::fixed(e.cell.exposed_us / 1000, 2), 12) +
-                lesson::pad(lesson::fixed(static_cast<double>(e.total_bytes()) / (1 << 30), 1), 11) +
+    lesson::row("  " + lesson::left(std::to_string(i + 1), 3) + lesson::left(e.candidate.label, 21) +
+                lesson::left(lesson::fixed(e.cell.total_us / 1000, 2), 10) +
+                lesson::left(lesson::fixed(e.cell.exposed_us / 1000, 2), 12) +
+                lesson::left(lesson::fixed(static_cast<double>(e.total_bytes()) / (1 << 30), 1), 11) +
                 lesson::fixed(e.cell.efficiency, 2));
   }
   std::cout << "  rejected:\n";
@@ -190,8 +190,8 @@ int run_lesson(int argc, char** argv) {
       validate(c.problem, v.kind);
     } catch (const UsageError& e) {  // e.g. Ulysses with fewer KV heads than ranks: STEP 3 gives the limits
       results.emplace_back();
-      std::cout << "  " << lesson::pad(v.name, 13) << "refused by cpsim for this shape (STEP 3)\n";
-      call_lines.push_back("  " + lesson::pad(v.name, 13) + "-");
+      std::cout << "  " << lesson::left(v.name, 13) << "refused by cpsim for this shape (STEP 3)\n";
+      call_lines.push_back("  " + lesson::left(v.name, 13) + "-");
       continue;
     }
     // Not replayed with --step (35 frames): lessons 2-8 step through each strategy; here --step pauses at STEPs.
@@ -207,10 +207,10 @@ int run_lesson(int argc, char** argv) {
     std::string calls;
     for (const auto& [k, n] : r.ranks.front().stats.comm_counts().calls)
       calls += (calls.empty() ? "" : ", ") + k + " " + std::to_string(n);
-    call_lines.push_back("  " + lesson::pad(v.name, 13) + (calls.empty() ? "none" : calls));
+    call_lines.push_back("  " + lesson::left(v.name, 13) + (calls.empty() ? "none" : calls));
     const double most = *std::max_element(pairs.begin(), pairs.end());
-    std::cout << "  " << lesson::pad(v.name, 13) << lesson::pad(std::to_string(static_cast<std::int64_t>(most)), 11)
-              << lesson::pad(lesson::fixed(imbalance(pairs), 2), 10) << lesson::pad(lesson::bytes(sent), 12)
+    std::cout << "  " << lesson::left(v.name, 13) << lesson::left(std::to_string(static_cast<std::int64_t>(most)), 11)
+              << lesson::left(lesson::fixed(imbalance(pairs), 2), 10) << lesson::left(lesson::bytes(sent), 12)
               << lesson::bytes(peak) << "\n";
   }
   std::cout << "  pairs max: the most visible pairs on one rank, x heads x batch, forward and\n"
@@ -229,7 +229,7 @@ int run_lesson(int argc, char** argv) {
       for (const auto& [phase, us] : rk.stats.phase_us()) t += us;
       slowest = std::max(slowest, t);
     }
-    std::cout << "  " << lesson::pad(variants[i].name, 13) << lesson::ms(slowest / 1000) << "\n";
+    std::cout << "  " << lesson::left(variants[i].name, 13) << lesson::ms(slowest / 1000) << "\n";
   }
   std::cout << "\n";
   lesson::say(
@@ -313,7 +313,7 @@ int run_lesson(int argc, char** argv) {
     if (results[i])
       ok = lesson::verdicts(*results[i], variants[i].name) && ok;
     else
-      std::cout << lesson::pad(variants[i].name, 12) << "refused for this shape (STEP 3)\n";
+      std::cout << lesson::left(variants[i].name, 12) << "refused for this shape (STEP 3)\n";
   return ok ? 0 : 1;
 }
 

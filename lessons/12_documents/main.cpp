@@ -19,14 +19,14 @@ const ShardingWork& find(const std::vector<ShardingWork>& all, Sharding s) {
 
 // One row per sharding: its per-rank pairs, max/mean, and the ring's imbalance; with `legend`, what they count.
 void print_side_by_side(const std::vector<ShardingWork>& all, int C, bool legend) {
-  std::string head = "  " + lesson::pad("sharding", 31);
-  for (int r = 0; r < C; ++r) head += lesson::pad("rank " + std::to_string(r), 8);
+  std::string head = "  " + lesson::left("sharding", 31);
+  for (int r = 0; r < C; ++r) head += lesson::left("rank " + std::to_string(r), 8);
   lesson::row(head + "max/mean  ring");
   for (const ShardingWork& w : all) {
     if (!w.why_not.empty()) continue;
-    std::string line = "  " + lesson::pad(w.name, 31);
-    for (std::int64_t x : w.per_rank) line += lesson::pad(std::to_string(x), 8);
-    lesson::row(line + lesson::pad(lesson::fixed(w.imbalance, 2), 10) + lesson::fixed(w.ring_imbalance, 2));
+    std::string line = "  " + lesson::left(w.name, 31);
+    for (std::int64_t x : w.per_rank) line += lesson::left(std::to_string(x), 8);
+    lesson::row(line + lesson::left(lesson::fixed(w.imbalance, 2), 10) + lesson::fixed(w.ring_imbalance, 2));
   }
   if (legend)
     std::cout << "  rank r: visible pairs per head of rank r's queries (query-key pairs the mask\n"
@@ -36,13 +36,13 @@ void print_side_by_side(const std::vector<ShardingWork>& all, int C, bool legend
 }
 
 void print_steps(const std::vector<ShardingWork>& all, int C) {
-  std::string head = "  " + lesson::pad("busiest rank / mean", 31);
-  for (int i = 0; i < C; ++i) head += lesson::pad("step " + std::to_string(i), 8);
+  std::string head = "  " + lesson::left("busiest rank / mean", 31);
+  for (int i = 0; i < C; ++i) head += lesson::left("step " + std::to_string(i), 8);
   lesson::row(head);
   for (const ShardingWork& w : all) {
     if (!w.why_not.empty()) continue;
-    std::string line = "  " + lesson::pad(w.name, 31);
-    for (double x : step_imbalances(w.steps)) line += lesson::pad(lesson::fixed(x, 2), 8);
+    std::string line = "  " + lesson::left(w.name, 31);
+    for (double x : step_imbalances(w.steps)) line += lesson::left(lesson::fixed(x, 2), 8);
     lesson::row(line);
   }
   std::cout << "\n";

@@ -181,10 +181,6 @@ std::string list(const std::vector<double>& v) {
   return s + "]";
 }
 
-std::string pad(std::string s, std::size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
-}
 
 void row(std::string line) {
   while (!line.empty() && line.back() == ' ') line.pop_back();
@@ -242,7 +238,7 @@ bool verdicts(const RunResult& r, const std::string& label) {
 
 void verdict_lines(const std::string& label, const std::vector<std::string>& entries) {
   // As many ranks per line as fit in 80 columns, continuation lines indented under the first.
-  std::string line = pad(label, 11);
+  std::string line = left(label, 11);
   bool first = true;
   for (const std::string& e : entries) {
     if (!first && line.size() + 2 + e.size() > 80) {
@@ -282,7 +278,7 @@ std::vector<std::string> step_events(const RunResult& r, int rank, const std::st
   const auto line = [&](const std::string& what, const Started& s, int at) {
     const std::string where = (s.kind == "isend" ? " to rank " : " from rank ") + std::to_string(s.peer);
     const std::string when = s.step != at ? ", started at step " + std::to_string(s.step) : "";
-    return indent + pad(what + " " + s.kind, 13) + pad("#" + std::to_string(s.id), 4) + s.carries + where + when;
+    return indent + left(what + " " + s.kind, 13) + left("#" + std::to_string(s.id), 4) + s.carries + where + when;
   };
   for (const TraceEvent& e : r.ranks.at(static_cast<std::size_t>(rank)).stats.events()) {
     if (e.phase != phase || e.type == TraceEvent::Type::step) continue;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/cli/problem_flags.hpp"
+#include "sim/core/columns.hpp"
 #include "sim/runtime/run.hpp"
 
 namespace cpsim::lesson {
@@ -68,7 +69,7 @@ std::string fixed(double v, int digits);                                 // fixe
 std::string bytes(std::int64_t n);                                       // "4.0 KiB"
 std::string list(const std::vector<std::int64_t>& v);                    // "[1, 2, 3, 4]"
 std::string list(const std::vector<double>& v);                          // "[2, 6, 10, 14]" (shortest exact form)
-std::string pad(std::string s, std::size_t width);                       // left-aligned in width columns
+using cpsim::left;  // a cell padded to its column (sim/core/columns.hpp)
 void row(std::string line);                                              // prints a table row, trailing spaces dropped
 
 // Throws Error("lesson check failed: what") unless ok: a lesson asserts what it prints.

@@ -15,7 +15,7 @@
 
 #include "sim/cli/cli.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/host_memory.hpp"
+#include "sim/os/host_memory.hpp"
 #include "sim/core/json.hpp"
 #include "sim/core/random.hpp"
 #include "sim/core/sizes.hpp"
@@ -89,7 +89,7 @@ Point measure(std::int64_t S, std::int64_t D, std::int64_t heads, DType dtype, i
 // What one point holds at once, at most: the problem's q, k, v, dout as doubles (attention_problem), the device's
 // q, k, v, out, dout, dq, dk, dv and two lse-sized rows (run_single_device), and out, dq, dk, dv read back as
 // doubles: fewer than 16 tensors of [S, N, D] values of 8 bytes; and the GEMM's three t x t operands. A point past
-// what this machine has left (sim/core/host_memory.hpp) is refused before anything is allocated, not ended in
+// what this machine has left (sim/os/host_memory.hpp) is refused before anything is allocated, not ended in
 // std::bad_alloc; sizes past what one process can address are refused by tensor_bytes.
 void check_point_memory(std::int64_t S, std::int64_t D, std::int64_t heads, int tile) {
   const std::int64_t tensor = tensor_bytes("q", {{"S", S, "seq"}, {"N", heads, ""}, {"D", D, "head-dim"}}, 8, "f64");

@@ -153,7 +153,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   write_whole(out, text);
   std::cout << "Fitted on " << base.name << " (" << c.fitted.size() << " values; the rest kept):\n";
   for (const auto& f : c.fitted)
-    std::cout << "  " << left(f.field, 36) << pad(fixed(f.before, 2), 10) << " -> " << left(fixed(f.after, 2), 10)
+    std::cout << "  " << left(f.field, 36) << right(fixed(f.before, 2), 10) << " -> " << left(fixed(f.after, 2), 10)
               << f.source.substr(f.source.find(": ") + 2) << "\n";
   for (const auto& check : c.checks) std::cout << "Check: " << check << "\n";
   std::cout << "Wrote " << out << " (use it with cpsim predict --machine " << out << ")\n";

@@ -8,8 +8,8 @@
 
 #include "sim/cli/cli.hpp"
 #include "sim/cli/problem_options.hpp"
+#include "sim/core/columns.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/flags.hpp"
 #include "sim/core/json.hpp"
 #include "sim/layout/grid.hpp"
 #include "sim/layout/work_table.hpp"
@@ -50,9 +50,8 @@ std::string fixed2(double v) {
   return os.str();
 }
 
-std::string pad(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
-}
+// A cell in a column of `w`, with at least one space after it.
+std::string cell(const std::string& s, std::size_t w) { return left(s, w - 1) + " "; }
 
 // A column's width: its usual width, or its longest entry and one space.
 std::size_t width_of(const std::vector<std::string>& cells, std::size_t usual) {
@@ -201,12 +200,12 @@ int cmd_layout(const std::vector<std::string>& args) {
   }
   const std::size_t chunks_w = width_of(chunks_col, 8), pos_w = width_of(pos_col, 27),
                     pairs_w = width_of(pairs_col, 15), blocks_w = width_of(blocks_col, 15);
-  std::cout << "\nrank  " << pad("chunks", chunks_w) << pad("positions", pos_w) << pad("visible pairs", pairs_w)
-            << pad("chapter: t x t", blocks_w) << "chapter: ring\n";
+  std::cout << "\nrank  " << cell("chunks", chunks_w) << cell("positions", pos_w) << cell("visible pairs", pairs_w)
+            << cell("chapter: t x t", blocks_w) << "chapter: ring\n";
   for (int r = 0; r < C; ++r) {
     const std::size_t i = static_cast<std::size_t>(r);
-    std::cout << pad(std::to_string(r), 6) << pad(chunks_col[i], chunks_w) << pad(pos_col[i], pos_w)
-              << pad(pairs_col[i], pairs_w) << pad(blocks_col[i], blocks_w) << ring[r] << "\n";
+    std::cout << cell(std::to_string(r), 6) << cell(chunks_col[i], chunks_w) << cell(pos_col[i], pos_w)
+              << cell(pairs_col[i], pairs_w) << cell(blocks_col[i], blocks_w) << ring[r] << "\n";
   }
   std::cout << "visible pairs: query-key pairs the mask lets through, per (batch, head): cpsim's unit of work.\n";
   if (notebook)
@@ -226,15 +225,15 @@ int cmd_layout(const std::vector<std::string>& args) {
     const std::size_t step_w = width_of(cells, 9);
     std::cout << "\nWork per ring step (visible pairs per (batch, head); at step i rank r holds the K/V of rank r-i):\n"
               << "rank      ";
-    for (int i = 0; i < C; ++i) std::cout << pad("step " + std::to_string(i), step_w);
+    for (int i = 0; i < C; ++i) std::cout << cell("step " + std::to_string(i), step_w);
     std::cout << "total\n";
     for (int r = 0; r < C; ++r) {
-      std::cout << pad(std::to_string(r), 10);
-      for (std::int64_t x : steps[r]) std::cout << pad(std::to_string(x), step_w);
+      std::cout << cell(std::to_string(r), 10);
+      for (std::int64_t x : steps[r]) std::cout << cell(std::to_string(x), step_w);
       std::cout << pairs[r] << "\n";
     }
-    std::cout << pad("max/mean", 10);
-    for (double x : step_imbalances(steps)) std::cout << pad(fixed2(x), step_w);
+    std::cout << cell("max/mean", 10);
+    for (double x : step_imbalances(steps)) std::cout << cell(fixed2(x), step_w);
     std::cout << fixed2(imbalance(pairs)) << "\n";
   }
   if (C > 1)
@@ -255,9 +254,9 @@ int cmd_layout(const std::vector<std::string>& args) {
   std::cout << "\nShardings side by side (visible pairs per (batch, head), " << describe_mask(mask, docs) << "):\n"
             << std::left << std::setw(name_w) << "sharding";
   if (per_rank_columns)
-    for (int r = 0; r < C; ++r) std::cout << pad("rank " + std::to_string(r), count_w);
+    for (int r = 0; r < C; ++r) std::cout << cell("rank " + std::to_string(r), count_w);
   else
-    std::cout << pad("max", count_w) << pad("mean", count_w);
+    std::cout << cell("max", count_w) << cell("mean", count_w);
   std::cout << std::setw(10) << "max/mean"
             << "ring\n";
   std::vector<std::string> reasons;
@@ -269,10 +268,10 @@ int cmd_layout(const std::vector<std::string>& args) {
       continue;
     }
     if (per_rank_columns)
-      for (std::int64_t x : w.per_rank) std::cout << pad(std::to_string(x), count_w);
+      for (std::int64_t x : w.per_rank) std::cout << cell(std::to_string(x), count_w);
     else
-      std::cout << pad(std::to_string(max_of(w.per_rank)), count_w) << pad(fixed2(mean_of(w.per_rank)), count_w);
-    std::cout << pad(fixed2(w.imbalance), 10) << fixed2(w.ring_imbalance) << "\n";
+      std::cout << cell(std::to_string(max_of(w.per_rank)), count_w) << cell(fixed2(mean_of(w.per_rank)), count_w);
+    std::cout << cell(fixed2(w.imbalance), 10) << fixed2(w.ring_imbalance) << "\n";
   }
   std::cout << std::right;
   for (std::size_t i = 0; i < reasons.size(); ++i) std::cout << "(" << i + 1 << ") " << reasons[i] << "\n";
@@ -283,7 +282,7 @@ int cmd_layout(const std::vector<std::string>& args) {
     for (const ShardingWork& w : side) {
       if (!w.why_not.empty()) continue;
       std::cout << std::setw(name_w) << w.name;
-      for (double x : step_imbalances(w.steps)) std::cout << pad(fixed2(x), 8);
+      for (double x : step_imbalances(w.steps)) std::cout << cell(fixed2(x), 8);
       std::cout << "\n";
     }
     std::cout << std::right;

@@ -38,13 +38,13 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
     const std::size_t n = std::min(top, plan.fits.size());
     std::cout << "The " << n << " fastest that fit (memory per GPU: attention buffers"
               << (spec.layers > 0 ? " + activations" : "") << "):\n";
-    std::cout << pad("#", 3) << "  " << left("candidate", 34) << pad("time ms", 11) << pad("wait ms", 12)
-              << pad("memory GiB", 11) << pad("efficiency", 12) << "\n";
+    std::cout << right("#", 3) << "  " << left("candidate", 34) << right("time ms", 11) << right("wait ms", 12)
+              << right("memory GiB", 11) << right("efficiency", 12) << "\n";
     for (std::size_t i = 0; i < n; ++i) {
       const model::PlanEntry& e = plan.fits[i];
-      std::cout << pad(std::to_string(i + 1), 3) << "  " << left(e.candidate.label, 34)
-                << pad(fixed(e.cell.time_us(spec.backward) / 1e3, 2), 11) << pad(fixed(e.cell.exposed_us / 1e3, 2), 12)
-                << pad(gib(e.total_bytes()), 11) << pad(fixed(e.cell.efficiency, 2), 12) << "\n";
+      std::cout << right(std::to_string(i + 1), 3) << "  " << left(e.candidate.label, 34)
+                << right(fixed(e.cell.time_us(spec.backward) / 1e3, 2), 11) << right(fixed(e.cell.exposed_us / 1e3, 2), 12)
+                << right(gib(e.total_bytes()), 11) << right(fixed(e.cell.efficiency, 2), 12) << "\n";
     }
   }
   if (!plan.rejected.empty()) {

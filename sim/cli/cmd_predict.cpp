@@ -58,18 +58,18 @@ struct Printer {
   // One table: a row per S, a column per strategy, the fastest marked with '*' and named at the end.
   // fastest_by: 0 forward time, 1 forward + backward time, -1 none. mark_unfit: '!' where the memory does not fit.
   void table(const std::string& title, Value value, int decimals, int fastest_by, bool mark_unfit = false) const {
-    std::cout << title << "\n" << pad("S", 7);
-    for (const auto& l : labels) std::cout << pad(l, 13);
+    std::cout << title << "\n" << right("S", 7);
+    for (const auto& l : labels) std::cout << right(l, 13);
     std::cout << (fastest_by >= 0 ? "  fastest" : "") << "\n";
     for (std::size_t i = 0; i < spec.seqs.size(); ++i) {
-      std::cout << pad(size_label(spec.seqs[i]), 7);
+      std::cout << right(size_label(spec.seqs[i]), 7);
       const int best = fastest_by >= 0 ? model::fastest(t, i, cols(), fastest_by == 1) : -1;
       for (std::size_t j = 0; j < cols(); ++j) {
         const Cell& c = cell(i, j);
         std::string v = c.valid ? fixed(shown(c, value), decimals) : "n/a";
         if (c.valid && mark_unfit && !c.fits) v += "!";
         if (static_cast<int>(j) == best) v += "*";
-        std::cout << pad(v, 13);
+        std::cout << right(v, 13);
       }
       if (fastest_by >= 0) std::cout << "  " << label_of(best);
       std::cout << "\n";
@@ -85,15 +85,15 @@ struct Printer {
     const std::string what = spec.backward ? "forward + backward" : "forward";
     std::cout << "Sensitivity: each cost of the machine moved by -" << move << " and +" << move
               << ", one at a time\n\n";
-    std::cout << "Range of the " << what << " time (ms)\n" << pad("S", 7);
-    for (const auto& l : labels) std::cout << pad(l, 16);
+    std::cout << "Range of the " << what << " time (ms)\n" << right("S", 7);
+    for (const auto& l : labels) std::cout << right(l, 16);
     std::cout << "\n";
     for (std::size_t i = 0; i < spec.seqs.size(); ++i) {
-      std::cout << pad(size_label(spec.seqs[i]), 7);
+      std::cout << right(size_label(spec.seqs[i]), 7);
       for (std::size_t j = 0; j < cols(); ++j) {
         const std::size_t k = i * cols() + j;
         const Cell& c = cell(i, j);
-        std::cout << pad(c.valid ? fixed(s.lo_us[k] / 1e3, 2) + "-" + fixed(s.hi_us[k] / 1e3, 2) : "n/a", 16);
+        std::cout << right(c.valid ? fixed(s.lo_us[k] / 1e3, 2) + "-" + fixed(s.hi_us[k] / 1e3, 2) : "n/a", 16);
       }
       std::cout << "\n";
     }

@@ -16,13 +16,6 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-std::string pad(const std::string& s, std::size_t width) {
-  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
-}
-
-std::string left(const std::string& s, std::size_t width) {
-  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
-}
 
 std::string percent(double fraction) {
   char buf[32];

@@ -4,12 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/columns.hpp"
+
 namespace cpsim::cli {
 
 std::string size_label(std::int64_t n);                     // 16384 -> "16K", 1048576 -> "1M", 1000 -> "1000"
 std::string fixed(double v, int decimals);                  // "%.*f"
-std::string pad(const std::string& s, std::size_t width);   // right-aligned in `width` columns
-std::string left(const std::string& s, std::size_t width);  // left-aligned in `width` columns
 std::string percent(double fraction);                       // 0.0312 -> "+3.1%"
 
 }  // namespace cpsim::cli
+

@@ -3,6 +3,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "sim/core/columns.hpp"
+
 namespace cpsim {
 
 Grid owner_grid(const SeqLayout& L) {
@@ -50,17 +52,12 @@ std::string draw_grid(const Grid& grid) {
   std::ostringstream os;
   const int n = static_cast<int>(grid.size());
   const int w = n > 10 ? 4 : 3;  // cell width
-  auto pad = [&](std::string s) {
-    s.resize(static_cast<std::size_t>(w), ' ');
-    return s;
-  };
+  auto pad = [&](const std::string& s) { return left(s, static_cast<std::size_t>(w)); };
   os << "      ";
   for (int k = 0; k < n; ++k) os << pad("k" + std::to_string(k));
   os << "\n";
   for (int q = 0; q < n; ++q) {
-    std::string label = "q" + std::to_string(q);
-    label.resize(6, ' ');
-    os << label;
+    os << left("q" + std::to_string(q), 6);
     for (int k = 0; k < n; ++k) {
       const GridCell& c = grid[q][k];
       if (c.masked)
@@ -83,15 +80,11 @@ std::string draw_grid(const Grid& grid) {
 }
 
 std::string grid_legend(const std::string& role, bool blanks, const std::string& indent, bool under_mask) {
-  auto pad = [](std::string s, std::size_t w) {
-    if (s.size() < w) s.append(w - s.size(), ' ');
-    return s;
-  };
   const std::string partly = under_mask ? "r\\ = the mask covers it in part" : "r\\ = on the diagonal, partly masked";
   const std::string masked = under_mask ? ". = masked (no pair visible)" : ". = masked (keys after queries)";
-  std::string first = indent + "legend: " + pad("r = rank r " + role, 33) + partly;
+  std::string first = indent + "legend: " + left("r = rank r " + role, 33) + partly;
   std::string second = indent + "        " + masked;
-  if (blanks) second = indent + "        " + pad(masked, 33) + "blank = visible, not computed now";
+  if (blanks) second = indent + "        " + left(masked, 33) + "blank = visible, not computed now";
   return first + "\n" + second + "\n";
 }
 

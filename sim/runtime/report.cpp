@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "sim/core/columns.hpp"
+
 namespace cpsim {
 
 namespace {
@@ -15,10 +17,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string pad(std::string s, std::size_t w) {
-  if (s.size() < w) s.append(w - s.size(), ' ');
-  return s;
-}
 
 std::string calls_text(const CommCounts& c) {
   std::string s;
@@ -45,7 +43,7 @@ std::string format_check(const RunResult& r) {
   std::ostringstream os;
   os << "Check against the single-process f64 reference (" << c.rule << "):\n";
   auto line = [&](const char* name, double e, double a, double worst) {
-    os << "  " << pad(name, 4) << " max abs error " << fmt("%.3e", e) << "  allowed " << fmt("%.3e", a) << "  "
+    os << "  " << left(name, 4) << " max abs error " << fmt("%.3e", e) << "  allowed " << fmt("%.3e", a) << "  "
        << (worst <= 1 ? "ok" : "FAIL") << "\n";
   };
   line("out", c.err.out, c.allowed.out, c.worst.out);
@@ -83,17 +81,17 @@ std::string format_report(const RunResult& r) {
 
   std::size_t pos_w = 19;  // wide enough for the longest positions text, and at least the header's width
   for (const RankReport& rk : r.ranks) pos_w = std::max(pos_w, rk.positions.text().size() + 1);
-  os << "rank  " << pad("positions", pos_w) << "fwd pairs    " << (cfg.backward ? "bwd pairs    " : "")
+  os << "rank  " << left("positions", pos_w) << "fwd pairs    " << (cfg.backward ? "bwd pairs    " : "")
      << "sent        received    peak held   fwd ms   " << (cfg.backward ? "bwd ms   " : "") << "wait ms\n";
   for (const RankReport& rk : r.ranks) {
     const Recorder& s = rk.stats;
-    os << pad(std::to_string(rk.rank), 6) << pad(rk.positions.text(), pos_w)
-       << pad(std::to_string(phase_work(s, "forward").pairs), 13);
-    if (cfg.backward) os << pad(std::to_string(phase_work(s, "backward").pairs), 13);
-    os << pad(format_bytes(static_cast<double>(s.comm_counts().bytes_sent)), 12)
-       << pad(format_bytes(static_cast<double>(s.comm_counts().bytes_received)), 12)
-       << pad(format_bytes(static_cast<double>(s.peak_bytes())), 12) << pad(fmt("%.2f", phase_ms(s, "forward")), 9);
-    if (cfg.backward) os << pad(fmt("%.2f", phase_ms(s, "backward")), 9);
+    os << left(std::to_string(rk.rank), 6) << left(rk.positions.text(), pos_w)
+       << left(std::to_string(phase_work(s, "forward").pairs), 13);
+    if (cfg.backward) os << left(std::to_string(phase_work(s, "backward").pairs), 13);
+    os << left(format_bytes(static_cast<double>(s.comm_counts().bytes_sent)), 12)
+       << left(format_bytes(static_cast<double>(s.comm_counts().bytes_received)), 12)
+       << left(format_bytes(static_cast<double>(s.peak_bytes())), 12) << left(fmt("%.2f", phase_ms(s, "forward")), 9);
+    if (cfg.backward) os << left(fmt("%.2f", phase_ms(s, "backward")), 9);
     os << fmt("%.2f", s.idle_us() / 1000.0) << "\n";
   }
   os << "pairs: visible query-key pairs x heads x batch, the unit cpsim counts work in\n"
@@ -111,15 +109,15 @@ std::string format_report(const RunResult& r) {
         if (sw.phase == phase) steps = std::max(steps, sw.step + 1);
     if (steps == 0) continue;
     os << "\nWork per " << phase << " step (visible query-key pairs x heads x batch):\n  rank";
-    for (int i = 0; i < steps; ++i) os << "  " << pad("step " + std::to_string(i), 10);
+    for (int i = 0; i < steps; ++i) os << "  " << left("step " + std::to_string(i), 10);
     os << "  total\n";
     for (const RankReport& rk : r.ranks) {
-      os << "  " << pad(std::to_string(rk.rank), 4);
+      os << "  " << left(std::to_string(rk.rank), 4);
       for (int i = 0; i < steps; ++i) {
         std::int64_t pairs = 0;
         for (const auto& sw : rk.stats.step_work())
           if (sw.phase == phase && sw.step == i) pairs += sw.work.pairs;
-        os << "  " << pad(std::to_string(pairs), 10);
+        os << "  " << left(std::to_string(pairs), 10);
       }
       os << "  " << phase_work(rk.stats, phase).pairs << "\n";
     }

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/core/columns.hpp"
 #include "sim/core/error.hpp"
 #include "sim/runtime/report.hpp"
 
@@ -12,10 +13,8 @@ namespace cpsim {
 
 namespace {
 
-std::string pad(std::string s, std::size_t w) {
-  if (s.size() < w) s.append(w - s.size(), ' ');
-  return s + " ";
-}
+// A cell in a column of `w` and one space after it.
+std::string cell(const std::string& s, std::size_t w) { return left(s, w) + " "; }
 
 std::string spans_text(const std::vector<Span>& spans) {
   std::string s;
@@ -198,24 +197,24 @@ std::vector<std::string> frame_pages(const StepFrame& f, const RunResult& r, int
       f.phase + ", " +
       (f.step < 0 ? "before the first step"
                   : "step " + std::to_string(f.step) + " of " + std::to_string(std::max(steps, f.step + 1)));
-  const std::string header = "  " + pad("rank", 4) + pad("K/V held", 9) +
-                             pad("computes (kind: query x key chunks)", 33) + pad("pairs", 7) + pad("sent", 9) +
+  const std::string header = "  " + cell("rank", 4) + cell("K/V held", 9) +
+                             cell("computes (kind: query x key chunks)", 33) + cell("pairs", 7) + cell("sent", 9) +
                              "received";
 
   // 1. The table: one group of lines per rank (one line per attention call), kept together on a page.
   std::vector<std::vector<std::string>> groups;
   for (const RankStep& rs : f.ranks) {
     const std::string head =
-        "  " + pad(std::to_string(rs.rank), 4) + pad(chunk_names(shards_of(rs.kv_read, L), L, 'k'), 9);
-    const std::string tail = pad(std::to_string(rs.pairs), 7) + pad(format_bytes(double(rs.bytes_sent)), 9) +
+        "  " + cell(std::to_string(rs.rank), 4) + cell(chunk_names(shards_of(rs.kv_read, L), L, 'k'), 9);
+    const std::string tail = cell(std::to_string(rs.pairs), 7) + cell(format_bytes(double(rs.bytes_sent)), 9) +
                              format_bytes(double(rs.bytes_received));
     std::vector<std::string> g;
-    if (rs.blocks.empty()) g.push_back(head + pad("-", 33) + tail);
+    if (rs.blocks.empty()) g.push_back(head + cell("-", 33) + tail);
     for (std::size_t i = 0; i < rs.blocks.size(); ++i) {
       const BlockDone& b = rs.blocks[i];
       const std::string what =
           std::string(block_kind_name(b.kind)) + ": " + chunk_names(b.q, L, 'q') + " x " + chunk_names(b.k, L, 'k');
-      g.push_back(i == 0 ? head + pad(what, 33) + tail : std::string(head.size(), ' ') + what);
+      g.push_back(i == 0 ? head + cell(what, 33) + tail : std::string(head.size(), ' ') + what);
     }
     groups.push_back(g);
   }

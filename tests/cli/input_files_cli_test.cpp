@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "run_cli.hpp"
-#include "sim/core/child_process.hpp"
+#include "sim/os/child_process.hpp"
 
 using namespace cpsim;
 using cpsim::test::count_lines;
