@@ -13,6 +13,8 @@
 #include <new>
 #include <thread>
 
+#include "sim/comm/shm_segment.hpp"  // populate_pages
+
 namespace cpsim {
 
 static_assert(sizeof(Message) <= Message::kHeaderBytes);
@@ -77,6 +79,30 @@ class Mailboxes::Locked {
  private:
   Shared& s_;
 };
+
+// --- The pool ---
+
+RegionPool::RegionPool(std::byte* base, std::size_t bytes)
+    : memory_(boost::interprocess::create_only, base, bytes), capacity_(memory_.get_free_memory()) {}
+
+void* RegionPool::allocate(std::size_t bytes) {
+  void* p = memory_.allocate_aligned(bytes, kAlign, std::nothrow);
+  if (p == nullptr) return nullptr;
+  constexpr std::uintptr_t kPage = 4096;
+  const std::uintptr_t from = reinterpret_cast<std::uintptr_t>(p) / kPage * kPage;
+  const std::uintptr_t to = (reinterpret_cast<std::uintptr_t>(p) + bytes + kPage - 1) / kPage * kPage;
+  // EINVAL: a kernel that cannot populate (before Linux 5.14); the pages are then backed as they are written.
+  if (const int err = populate_pages(reinterpret_cast<void*>(from), to - from); err != 0 && err != EINVAL) {
+    memory_.deallocate(p);
+    throw Error("the memory for a message in flight (" + std::to_string(bytes) + " bytes) could not be backed (" +
+                std::strerror(err == EFAULT ? ENOSPC : err) + "); use fewer ranks or a smaller problem");
+  }
+  return p;
+}
+
+void RegionPool::release(void* p) {
+  memory_.deallocate(p);
+}
 
 // --- The mailboxes ---
 

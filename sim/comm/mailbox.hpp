@@ -28,6 +28,10 @@
 #pragma once
 #include <pthread.h>
 
+#include <boost/interprocess/indexes/iset_index.hpp>
+#include <boost/interprocess/managed_external_buffer.hpp>
+#include <boost/interprocess/mem_algo/rbtree_best_fit.hpp>
+#include <boost/interprocess/sync/mutex_family.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -49,6 +53,26 @@ class MessagePool {
   virtual void* allocate(std::size_t bytes) = 0;  // 64-byte aligned; null while the pool is full
   virtual void release(void* p) = 0;
   virtual std::size_t capacity() const = 0;  // the most bytes it holds at once
+};
+
+// The pool of both backends: Boost.Interprocess's best-fit allocator over one region of memory (a private mapping
+// for threads, the shared segment for processes), laid out before any rank starts and called only under the
+// mailboxes' lock (it takes no lock of its own). A freed block is reused by later messages, so a message's pages are
+// backed once, not at every send; each block's pages are backed before the sender writes it (MADV_POPULATE_WRITE),
+// so memory running out is an error naming the need, never a SIGBUS.
+class RegionPool final : public MessagePool {
+ public:
+  RegionPool(std::byte* base, std::size_t bytes);
+  void* allocate(std::size_t bytes) override;
+  void release(void* p) override;
+  std::size_t capacity() const override { return capacity_; }
+
+ private:
+  using Memory = boost::interprocess::basic_managed_external_buffer<
+      char, boost::interprocess::rbtree_best_fit<boost::interprocess::null_mutex_family>,
+      boost::interprocess::iset_index>;
+  Memory memory_;
+  std::size_t capacity_;
 };
 
 // A rank's state as the other ranks (and the processes backend's launcher) see it.

@@ -7,10 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/interprocess/indexes/iset_index.hpp>
-#include <boost/interprocess/managed_external_buffer.hpp>
-#include <boost/interprocess/mem_algo/rbtree_best_fit.hpp>
-#include <boost/interprocess/sync/mutex_family.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -49,40 +45,6 @@ constexpr auto kGrace = std::chrono::milliseconds(1000);
 constexpr auto kLookEvery = std::chrono::milliseconds(1);
 
 const Envelope kResultEnvelope{kControlContext, Channel::control, CollectiveKind::none, 0, 0};
-
-// The messages in flight: Boost.Interprocess's best-fit allocator over the pool's part of the segment. It takes no
-// lock of its own: the mailboxes' lock is held around every call. Every rank process reaches the same pool (the
-// segment is mapped, and the allocator laid out, before fork). Each block's pages are backed before the sender
-// writes it: /dev/shm running out is an error, never a SIGBUS.
-class ShmPool final : public MessagePool {
- public:
-  ShmPool(const ShmSegment& segment, std::byte* base, std::size_t bytes)
-      : segment_(segment),
-        memory_(boost::interprocess::create_only, base, bytes),
-        capacity_(memory_.get_free_memory()) {}
-  void* allocate(std::size_t bytes) override {
-    void* p = memory_.allocate_aligned(bytes, 64, std::nothrow);
-    if (p == nullptr) return nullptr;
-    constexpr std::uintptr_t kPage = 4096;
-    const std::uintptr_t from = reinterpret_cast<std::uintptr_t>(p) / kPage * kPage;
-    const std::uintptr_t to = (reinterpret_cast<std::uintptr_t>(p) + bytes + kPage - 1) / kPage * kPage;
-    if (const int err = segment_.populate(reinterpret_cast<void*>(from), to - from)) {
-      memory_.deallocate(p);
-      throw Error(ShmSegment::shortage(bytes, "a message in flight", err));
-    }
-    return p;
-  }
-  void release(void* p) override { memory_.deallocate(p); }
-  std::size_t capacity() const override { return capacity_; }
-
- private:
-  using Memory = boost::interprocess::basic_managed_external_buffer<
-      char, boost::interprocess::rbtree_best_fit<boost::interprocess::null_mutex_family>,
-      boost::interprocess::iset_index>;
-  const ShmSegment& segment_;
-  Memory memory_;
-  std::size_t capacity_;
-};
 
 // SIGINT / SIGTERM while a launch runs: remember the signal; the launcher stops every rank, restores the old
 // handlers and raises it again. A signal the process was started ignoring (SIG_IGN: a background job's SIGINT,
@@ -277,6 +239,8 @@ class Launcher {
           c.body_recv.reset();
           c.has_result = true;
         }
+      } catch (const Aborted&) {
+        return;  // a rank died holding the mailboxes' lock: reap_exited names it
       } catch (const Error& e) {
         boxes_.fail(r, std::string("its result could not be collected: ") + e.what(), RankStatus::dead);
       }
@@ -336,7 +300,7 @@ std::vector<RankOutcome> launch_processes(const LaunchOptions& opt, const RankFn
   ShmSegment segment(boxes_bytes + pool_bytes);
   if (const int err = segment.populate(segment.data(), boxes_bytes))
     throw UsageError(ShmSegment::shortage(boxes_bytes, "its mailboxes", err));
-  ShmPool pool(segment, static_cast<std::byte*>(segment.data()) + boxes_bytes, pool_bytes);
+  RegionPool pool(static_cast<std::byte*>(segment.data()) + boxes_bytes, pool_bytes);
   Mailboxes boxes(segment.data(), c + 1, pool, true);
   Postbox launcher_box(boxes, c, opt.timeout);  // the launcher's endpoint: receives results
   std::vector<Child> children(c);

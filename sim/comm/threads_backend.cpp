@@ -1,7 +1,7 @@
 #include "sim/comm/threads_backend.hpp"
 
-#include <cstdlib>
-#include <limits>
+#include <sys/mman.h>
+
 #include <memory>
 #include <thread>
 
@@ -13,19 +13,34 @@ namespace cpsim {
 
 namespace {
 
-// Messages in flight live in the process's heap: the pool is never full.
-class HeapPool final : public MessagePool {
+// The messages in flight: a private mapping whose pages are backed only where messages are written (64 GiB of
+// addresses, fewer where the system will not map that many), freed when the launch ends.
+class Region {
  public:
-  void* allocate(std::size_t bytes) override { return std::aligned_alloc(64, bytes); }
-  void release(void* p) override { std::free(p); }
-  std::size_t capacity() const override { return std::numeric_limits<std::size_t>::max() / 2; }
+  Region() {
+    for (bytes_ = std::size_t{64} << 30; bytes_ >= (std::size_t{1} << 20); bytes_ /= 2) {
+      base_ = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (base_ != MAP_FAILED) return;
+    }
+    throw Error("cannot map memory for the messages in flight");
+  }
+  ~Region() { ::munmap(base_, bytes_); }
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+  std::byte* base() const { return static_cast<std::byte*>(base_); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  std::size_t bytes_ = 0;
+  void* base_ = MAP_FAILED;
 };
 
 }  // namespace
 
 std::vector<RankOutcome> launch_threads(const LaunchOptions& opt, const RankFn& fn) {
   const int c = opt.ranks;
-  HeapPool pool;
+  Region region;
+  RegionPool pool(region.base(), region.bytes());
   std::vector<std::byte> memory(Mailboxes::bytes_needed(c) + 64);
   void* aligned = memory.data() + (64 - reinterpret_cast<std::uintptr_t>(memory.data()) % 64) % 64;
   Mailboxes boxes(aligned, c, pool, true);
