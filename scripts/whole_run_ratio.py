@@ -6,10 +6,9 @@ turn, ROUNDS times, so that binaries compared are measured alternately under the
 taken around the process, from its start to its exit (as /usr/bin/time's elapsed time, to the microsecond); its
 forward time is the largest time_ms.forward of its --json report. Prints, per binary, wall / forward (min, median,
 max), the median wall and forward in ms, and the load average before and after. A binary given as PATH@VAR=VALUE
-runs with that variable set in its environment (e.g. CPSIM_WAIT_SPIN_US, to compare a setting with the default).
+runs with that variable set in its environment (to compare a setting with the default).
 
   python3 scripts/whole_run_ratio.py --rounds 10 --backend processes build/release/cpsim [other/cpsim ...]
-  python3 scripts/whole_run_ratio.py --rounds 10 build/release/cpsim build/release/cpsim@CPSIM_WAIT_SPIN_US=10
 """
 import argparse
 import json

@@ -31,19 +31,13 @@ struct LaunchOptions {
   // Every blocking wait gives up after this long and reports a likely deadlock (rank, operation, peer).
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
   bool tracing = false;
-  // The form of all_gather, reduce_scatter and all_reduce on the threads and processes backends; unset: the
-  // backend's own (threads direct; processes direct, or without a heap direct for small chunks and the ring for
-  // large ones: docs/backends-threads-processes.md). mpi uses MPI's own.
+  // The form of all_gather, reduce_scatter and all_reduce on the threads and processes backends; unset: their own
+  // (direct: sim/comm/collectives/collectives.hpp). mpi uses MPI's own.
   std::optional<CollectiveAlgorithm> collectives;
-  // Bytes of buffers each rank holds at most at once (a run's per-rank peak: sim/runtime/memory_need.hpp). The
-  // processes backend makes a shared heap of that size per rank, in which the ranks' host buffers live and from
-  // which messages are copied once (sim/comm/shm_heap.hpp); 0: no heap, every message through the slot rings.
-  // Other backends ignore it.
+  // Bytes of message buffers each rank holds at most at once (a run's per-rank peak: sim/runtime/memory_need.hpp).
+  // The processes backend sizes its shared memory for messages in flight from it (processes_backend.hpp:
+  // message_pool_bytes); 0: its smallest. Other backends ignore it.
   std::size_t heap_bytes = 0;
-  // Each rank bound to one CPU, rank r to the (r mod n)-th of the n CPUs the launcher may use (rank_binding.hpp):
-  // threads binds each rank's thread, processes each rank's process, mpi each process for the launch. Unset: the
-  // scheduler places the ranks and moves them as it likes. Other backends ignore it.
-  bool bind = false;
 };
 
 struct RankOutcome {

@@ -6,9 +6,9 @@
 // for bit (max(+0, -0) is +0 but max(-0, +0) is -0).
 //
 // The arithmetic happens while the message arrives, so a reduce-scatter step passes over its data once (read
-// the message and own, write buf: 3n bytes of memory traffic for an n-byte message) instead of twice (copy
-// the message, 2n; then combine it with own, 3n). NCCL's ring reduce-scatter kernel fuses the same way: its
-// middle steps are recvReduceSend (NVIDIA/nccl, src/device/reduce_scatter.h).
+// the message and own, write buf) instead of twice (copy the message; then combine it with own). NCCL's ring
+// reduce-scatter kernel fuses the same way: its middle steps are recvReduceSend (NVIDIA/nccl,
+// src/device/reduce_scatter.h).
 #pragma once
 #include <cstddef>
 #include <optional>
@@ -25,19 +25,13 @@ struct Fold {
   bool own_first = false;  // op(own, message) instead of op(message, own)
 };
 
-// How a receive lands its message: a copy (streamed past the caches when large, copy.hpp), a copy kept in the
-// caches because its caller reads the data again at once (reduce-scatter's partial sum), or a fold.
+// How a receive lands its message: a copy (no fold), or a fold.
 struct Landing {
-  std::optional<Fold> fold;    // set: receive-and-reduce
-  bool cached = false;         // a copy that is never streamed
-  std::size_t call_bytes = 0;  // a copy that is part of a call landing this many bytes in all (copy_bytes)
-
-  static Landing kept_in_cache() { return Landing{{}, true, 0}; }
-  static Landing part_of(std::size_t call_bytes) { return Landing{{}, false, call_bytes}; }
+  std::optional<Fold> fold;
 };
 
-// Lands bytes [offset, offset + n) of a message, read from `from`, in buf, as `how` says (with a fold, offset and n
-// are whole elements of its dtype).
-void land(void* buf, const void* from, std::size_t offset, std::size_t n, const Landing& how);
+// Lands the n bytes of a message, read from `from`, in buf, as `how` says (with a fold, n is whole elements of its
+// dtype).
+void land(void* buf, const void* from, std::size_t n, const Landing& how);
 
 }  // namespace cpsim

@@ -4,9 +4,7 @@
 #include <utility>
 
 #include "sim/comm/backend_registry.hpp"
-#include "sim/comm/copy.hpp"
 #include "sim/comm/launch_support.hpp"
-#include "sim/comm/wait_policy.hpp"
 
 namespace cpsim {
 
@@ -23,7 +21,6 @@ const BackendInfo* job_backend() {
 }  // namespace
 
 void check_launch(const LaunchOptions& opt) {
-  check_wait_spin();
   require(opt.ranks >= 1, "the number of ranks must be at least 1 (got " + std::to_string(opt.ranks) + ")",
           Fix{{"--ranks 1 or more"}});
   require(opt.timeout.count() > 0, "the wait timeout must be positive", "give a timeout of at least 1 ms");
@@ -45,7 +42,6 @@ std::vector<RankOutcome> launch(const LaunchOptions& opt, const RankFn& fn) {
             "this program launches on the " + name +
                 " backend outside the runs rank 0 announces to the job's other processes, which they cannot follow",
             "run it with --backend threads or processes");
-  const RanksCopying copying(opt.ranks);  // every rank's large copies share the machine's caches (copy.hpp)
   return b.launch(opt, fn);
 }
 

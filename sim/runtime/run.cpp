@@ -110,9 +110,8 @@ RunResult run(const RunConfig& cfg, const ValidProblem& valid) {
   opt.tracing = cfg.tracing;
   check_launch(opt);
   const MemoryNeed need = check_memory(cfg, valid);  // before anything large is allocated (memory_need.hpp)
-  // The processes backend keeps each rank's message buffers (the ones it sends from and receives into:
-  // BufferUse::message) in a shared heap (sim/comm/shm_heap.hpp), sized to the largest rank's peak of them (counted
-  // exactly: memory_need.hpp).
+  // The processes backend sizes its shared memory for messages in flight from the largest rank's peak of message
+  // buffers (BufferUse::message, counted exactly: memory_need.hpp).
   if (cfg.backend == Backend::processes)
     for (std::int64_t peak : need.message_peak)
       opt.heap_bytes = std::max(opt.heap_bytes, static_cast<std::size_t>(peak));

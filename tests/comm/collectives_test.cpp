@@ -135,12 +135,10 @@ TEST_CASE("ring and direct reductions give bit-identical sums, maxima and minima
   }
 }
 
-// The forms a communicator and a communicator split from it take for 1 KiB and 16 MiB chunks (on processes, with
-// the shared heap the tests launch with, or none).
-std::string forms(Backend b, std::optional<CollectiveAlgorithm> imposed, bool heap = true) {
+// The forms a communicator and a communicator split from it take for 1 KiB and 16 MiB chunks.
+std::string forms(Backend b, std::optional<CollectiveAlgorithm> imposed) {
   LaunchOptions opt = test::options(b, 4);
   opt.collectives = imposed;
-  if (!heap) opt.heap_bytes = 0;
   const auto out = launch(opt, [](Communicator& comm) {
     auto sub = comm.split(comm.rank() % 2, comm.rank());
     std::string s;
@@ -155,12 +153,9 @@ std::string forms(Backend b, std::optional<CollectiveAlgorithm> imposed, bool he
 
 TEST_CASE("each backend runs its own form of the collectives unless the launch imposes one, and split keeps it") {
   using enum CollectiveAlgorithm;
-  CHECK(forms(Backend::threads, {}) == "direct direct direct direct ");
-  CHECK(forms(Backend::processes, {}) == "direct direct direct direct ");     // by reference: one round of copies
-  CHECK(forms(Backend::processes, {}, false) == "direct ring direct ring ");  // through the rings: large ones ring
   for (Backend b : {Backend::threads, Backend::processes}) {
+    CHECK(forms(b, {}) == "direct direct direct direct ");
     CHECK(forms(b, ring) == "ring ring ring ring ");
     CHECK(forms(b, direct) == "direct direct direct direct ");
   }
-  CHECK(forms(Backend::processes, ring, false) == "ring ring ring ring ");
 }

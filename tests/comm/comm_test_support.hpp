@@ -27,9 +27,7 @@
 
 namespace cpsim::test {
 
-// Host memory from the process's arena where it has one: in a rank of the processes backend, the shared heap, so the
-// cases below send by reference wherever their buffers fit it (sim/comm/shm_engine.hpp), and through the slots
-// where they do not.
+// Host memory as a run's message buffers take it (sim/core/host_arena.hpp).
 using Bytes = std::vector<std::byte, ArenaAllocator<std::byte>>;
 
 // The message `salt` from rank `rank`: distinct across ranks, messages and positions (8-byte words of a hash,
@@ -74,8 +72,7 @@ struct Complaints {
 
 using RankCheck = std::function<std::string(Communicator&)>;
 
-// Each rank's heap on the processes backend: room for the cases' smaller buffers (their largest ones go through the
-// slots, so both paths are exercised).
+// Each rank's largest buffers in the cases below, from which the processes backend sizes its memory for messages.
 constexpr std::size_t kTestHeapBytes = std::size_t{4} << 20;
 
 inline LaunchOptions options(Backend b, int ranks, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {

@@ -7,7 +7,6 @@
 
 #include "comm_test_support.hpp"
 #include "sim/comm/backend_registry.hpp"
-#include "sim/comm/copy.hpp"
 
 using namespace cpsim;
 
@@ -117,16 +116,6 @@ TEST_CASE("launch returns each rank's result and Recorder in rank order, on both
       CHECK(out[r].stats.phase_us().count("forward") == 1);
     }
   }
-}
-
-TEST_CASE("a launch's copies count its ranks as sharing the caches, on both CPU backends") {
-  for (Backend b : {Backend::threads, Backend::processes}) {
-    CAPTURE(backend_name(b));
-    auto out = launch(test::options(b, 3), [](Communicator&) { return std::to_string(stream_threshold()); });
-    REQUIRE(out.size() == 3);
-    for (const auto& o : out) CHECK(o.result == std::to_string(stream_threshold(3)));
-  }
-  CHECK(stream_threshold() == stream_threshold(1));  // and none after it
 }
 
 #ifdef CPSIM_HAVE_CUDA

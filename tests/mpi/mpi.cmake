@@ -75,7 +75,7 @@ cpsim_mpi_test(usage.ranks_disagree ${_expect} 2
                ${_mpirun} ${_cpsim} run --backend mpi --ranks 2 --strategy ring)
 
 cpsim_mpi_test(bench.side_by_side ${_expect} 0
-               "^# +size \\(B\\) +threads +processes +mpi +threads +processes +mpi +#wrong$" --
+               "^# +size \\(B\\) +count +type( +time \\(us\\) +algbw +busbw){3} +threads/mpi +processes/mpi +processes/threads +#wrong$" --
                ${_mpirun} ${_cpsim} bench comm --backend threads,processes,mpi --ranks 4 --minbytes 4K --maxbytes 64K)
 
 # Lessons under mpirun (mpi.lesson.*): rank 0 tells the lesson, the other processes follow its runs

@@ -11,7 +11,6 @@
 #include <fstream>
 
 #include "../comm/backend_cases.hpp"
-#include "sim/comm/rank_binding.hpp"
 
 namespace cpsim::test {
 namespace {
@@ -19,7 +18,7 @@ namespace {
 constexpr int kRanks = 4;  // mpirun -np 4
 
 std::vector<std::size_t> sizes_with_large() {
-  auto v = edge_sizes(kRanks);
+  auto v = edge_sizes();
   v.push_back(std::size_t{3} << 20);  // 3 MiB: past Open MPI's eager and pipelined protocols
   return v;
 }
@@ -33,7 +32,7 @@ TEST_CASE("the mpi isend and irecv deliver every size whatever order they are wa
 }
 
 TEST_CASE("the mpi sendrecv exchanges around rings in both directions with unequal sizes") {
-  check_sendrecv_rings(Backend::mpi, kRanks, edge_sizes(kRanks));
+  check_sendrecv_rings(Backend::mpi, kRanks, edge_sizes());
 }
 
 TEST_CASE("the mpi all_gather returns every rank's chunk in rank order, in place or not") {
@@ -50,25 +49,6 @@ TEST_CASE("the mpi all_to_all hands chunk p of every rank to rank p") {
 
 TEST_CASE("the mpi all_reduce computes sum, max and min for counts C does not divide, in place or not") {
   check_all_reduce(Backend::mpi, kRanks);
-}
-
-TEST_CASE("a bound mpi launch runs each process on one of its CPUs, and gives it its CPUs back after") {
-  const std::vector<int> before = usable_cpus();
-  LaunchOptions opt;
-  opt.ranks = kRanks;
-  opt.backend = Backend::mpi;
-  opt.bind = true;
-  const auto outcomes = launch(opt, [&](Communicator& comm) {
-    const std::vector<int> now = usable_cpus();
-    // The rank's CPU is the (r mod n)-th of those this process could use before the launch (LaunchOptions::bind).
-    const bool on_its_cpu = now.size() == 1 && now[0] == before[comm.rank() % before.size()];
-    return std::string(on_its_cpu ? "yes" : "no");
-  });
-  CHECK(usable_cpus() == before);
-  for (const auto& o : outcomes) {
-    CAPTURE(o.rank);
-    CHECK(o.result == "yes");
-  }
 }
 
 TEST_CASE("the mpi split orders groups by key and leaves negative colors out") {

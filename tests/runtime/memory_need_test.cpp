@@ -7,9 +7,8 @@
 
 #include <string>
 
-#include "sim/comm/shm_heap.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/host_arena.hpp"
+#include "sim/os/child_process.hpp"
 #include "sim/core/sizes.hpp"
 #include "sim/kernels/cpu_device.hpp"
 #include "sim/kernels/single_run.hpp"
@@ -168,31 +167,6 @@ TEST_CASE("one device's peak is exactly what the device measures, and the need c
     }
   CHECK_THROWS_WITH_AS(check_single_device_memory(sh, DType::f64, true, true, 1000),
                        doctest::Contains("that --memory-limit allows"), UsageError);
-}
-
-TEST_CASE(
-    "a processes run's message buffers all live in the shared heap sized from the largest message peak, for every "
-    "strategy") {
-  for (StrategyKind kind : all_strategies()) {
-    CAPTURE(strategy_name(kind));
-    RunConfig cfg = config(kind, Sharding::zigzag, DType::f32, true);
-    cfg.backend = Backend::processes;
-    LaunchOptions opt;
-    opt.ranks = cfg.problem.ranks;
-    opt.backend = Backend::processes;
-    for (std::int64_t peak : memory_need(cfg).message_peak)  // as run.cpp sizes it
-      opt.heap_bytes = std::max(opt.heap_bytes, static_cast<std::size_t>(peak));
-    REQUIRE(opt.heap_bytes > 0);
-    const ValidProblem valid = validated(cfg.problem, cfg.strategy);
-    const auto out = launch(opt, [&](Communicator& comm) {
-      run_rank(cfg, valid, comm);
-      auto* arena = dynamic_cast<RankArena*>(host_arena());
-      if (arena == nullptr) return std::string("no arena");
-      // Allocations that did not fit, and whether it served any.
-      return "misses " + std::to_string(arena->misses()) + (arena->hits() > 0 ? ", used" : ", unused");
-    });
-    for (const auto& o : out) CHECK(o.result == "misses 0, used");
-  }
 }
 
 // The two cases that measure a child's memory need a plain build (tests/sanitizer.hpp).

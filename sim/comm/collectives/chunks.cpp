@@ -1,8 +1,8 @@
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "sim/comm/collectives/collectives.hpp"
-#include "sim/comm/copy.hpp"
 
 namespace cpsim::collectives {
 
@@ -29,8 +29,8 @@ Chunks Chunks::balanced(int c, std::size_t count, std::size_t elem) {
   return ch;
 }
 
-void Chunks::place_own(const void* send, void* recv, int r, std::size_t call_bytes) const {
-  if (at(recv, r) != send && bytes[r] > 0) copy_bytes(at(recv, r), send, bytes[r], call_bytes);
+void Chunks::place_own(const void* send, void* recv, int r) const {
+  if (at(recv, r) != send && bytes[r] > 0) std::memcpy(at(recv, r), send, bytes[r]);
 }
 
 std::size_t Chunks::largest() const {

@@ -12,8 +12,7 @@
 // The ring forwards what a rank received at one step at the next: on links it keeps every link busy, but where
 // ranks share memory (the threads backend) each pass then reads data another core has just written, and the
 // direct forms, which read every message from its sender's untouched input, took about half the time
-// (docs/performance/comm.md). The processes backend streams messages through bounded rings of slots, where
-// the ring is the faster for large chunks and the direct forms for small ones.
+// (docs/performance/comm.md). Both CPU backends use the direct forms unless a launch imposes the ring.
 // (busbw factors as nccl-tests defines them: busbw = algbw x factor, algbw = total buffer bytes / time.)
 #pragma once
 #include <cstddef>
@@ -36,8 +35,8 @@ struct Chunks {
   // Where chunk c starts in `buf`.
   std::byte* at(void* buf, int c) const { return static_cast<std::byte*>(buf) + offset[c]; }
   // All-gather's first step: rank r's own chunk, read from `send`, into its place in `recv` (nothing when it
-  // already sits there); as one copy of a call landing `call_bytes` in this rank (copy.hpp: copy_bytes).
-  void place_own(const void* send, void* recv, int r, std::size_t call_bytes = 0) const;
+  // already sits there).
+  void place_own(const void* send, void* recv, int r) const;
 };
 
 // recv[c] = rank c's chunk, for every c. Rank r's own chunk is read from `send` (may already sit at recv[r]).

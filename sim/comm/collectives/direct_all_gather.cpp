@@ -1,4 +1,4 @@
-// Direct all-gather: the threads backend's form, and the processes backend's for small chunks.
+// Direct all-gather: the threads and processes backends' form.
 //
 // Algorithm: rank r copies its own chunk into place, then posts, all at once, its own chunk to every other
 // rank (to r+1, r+2, ..., r+C-1) and a receive from every other rank (from r-1, r-2, ..., r-C+1), and waits
@@ -18,14 +18,12 @@ namespace cpsim::collectives {
 void direct_all_gather(const Port& port, const void* send, void* recv, const Chunks& chunks) {
   const int c = port.size(), r = port.rank();
   auto at = [&](int chunk) { return chunks.at(recv, chunk); };
-  // The bytes this call lands in this rank: its copies stream once they reach the threshold together (copy.hpp).
-  const std::size_t call = chunks.total();
-  chunks.place_own(send, recv, r, call);
+  chunks.place_own(send, recv, r);
   std::vector<Pending> pending;
   pending.reserve(2 * static_cast<std::size_t>(c));
   for (int s = 1; s < c; ++s) {
     const int to = (r + s) % c, from = (r - s + c) % c;
-    pending.push_back(port.recv_part(at(from), chunks.bytes[from], from, call));
+    pending.push_back(port.recv(at(from), chunks.bytes[from], from));
     pending.push_back(port.send(send, chunks.bytes[r], to));
   }
   for (Pending& p : pending) wait(p);

@@ -1,4 +1,4 @@
-// Direct reduce-scatter: the threads backend's form, and the processes backend's for small chunks.
+// Direct reduce-scatter: the threads and processes backends' form.
 //
 // Algorithm: rank r posts, all at once, chunk p of its input to every rank p != r. It then receives chunk r
 // of every other rank in ring order, folding each into its result as it arrives (a receive-and-reduce,
@@ -45,7 +45,7 @@ void direct_reduce_scatter(const Port& port, const void* send, void* recv, const
     // The partial result may not sit on our own chunk (in place): x[r] is added last.
     const bool overlaps = out < own + n && own < out + n;
     std::byte* acc = overlaps ? port.comm.scratch(n) : out;
-    Pending first = port.recv_cached(acc, n, (r + 1) % c);  // STEP 1: step 2 reads it at once
+    Pending first = port.recv(acc, n, (r + 1) % c);  // STEP 1
     wait(first);
     for (int k = 2; k < c; ++k) {  // STEP 2
       Pending p = port.recv_fold(acc, n, (r + k) % c, Fold{acc, dtype, op, true});

@@ -4,14 +4,14 @@
 // receives from rank r-s the chunk that rank addressed to r. Every step is a perfect matching of senders to
 // receivers, for any C (not only powers of two). All C-1 sends and receives are posted at once, in that step
 // order, and waited afterwards: a rank never blocks on one slow peer while messages from others could move
-// (on both CPU backends the receiving rank copies each large message).
+// (on both CPU backends a send completes at once, and the receiving rank copies each message in).
 //
 // Cost: C-1 steps; each rank sends (C-1) n and receives (C-1) n bytes ((C-1)/C of its data leaves it).
 // algbw = C n / time; busbw = algbw x (C-1)/C (nccl-tests).
+#include <cstring>
 #include <vector>
 
 #include "sim/comm/collectives/collectives.hpp"
-#include "sim/comm/copy.hpp"
 
 namespace cpsim::collectives {
 
@@ -20,16 +20,12 @@ void pairwise_all_to_all(const Port& port, const void* send, void* recv, std::si
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const std::size_t n = bytes_per_rank;
-  // The bytes this call lands in this rank: its copies stream once they reach the threshold together (copy.hpp).
-  // Unlike all_gather's, whose receivers all read each sender's one chunk, every chunk here is read by one rank
-  // only: C^2 n of sources and as much of destinations across the ranks, which no cache holds for long.
-  const std::size_t call = c * n;
-  if (n > 0) copy_bytes(out + r * n, in + r * n, n, call);
+  if (n > 0) std::memcpy(out + r * n, in + r * n, n);
   std::vector<Pending> pending;
   pending.reserve(2 * static_cast<std::size_t>(c));
   for (int s = 1; s < c; ++s) {
     const int to = (r + s) % c, from = (r - s + c) % c;
-    pending.push_back(port.recv_part(out + from * n, n, from, call));
+    pending.push_back(port.recv(out + from * n, n, from));
     pending.push_back(port.send(in + to * n, n, to));
   }
   for (Pending& p : pending) wait(p);

@@ -15,14 +15,6 @@ struct Port {
   int size() const { return comm.size(); }
   Pending send(const void* buf, std::size_t bytes, int peer) const { return comm.post_send(env, buf, bytes, peer); }
   Pending recv(void* buf, std::size_t bytes, int peer) const { return comm.post_recv(env, buf, bytes, peer); }
-  // A receive that is one of a call's several, which land `call_bytes` in this rank in all (fold.hpp, Landing).
-  Pending recv_part(void* buf, std::size_t bytes, int peer, std::size_t call_bytes) const {
-    return comm.post_recv(env, buf, bytes, peer, Landing::part_of(call_bytes));
-  }
-  // A receive whose data the caller reads again at once: its copy stays in the caches (fold.hpp, Landing).
-  Pending recv_cached(void* buf, std::size_t bytes, int peer) const {
-    return comm.post_recv(env, buf, bytes, peer, Landing::kept_in_cache());
-  }
   // Receive-and-reduce: buf = op(message, fold.own) (fold.hpp).
   Pending recv_fold(void* buf, std::size_t bytes, int peer, const Fold& fold) const {
     return comm.post_recv(env, buf, bytes, peer, Landing{fold});

@@ -24,7 +24,6 @@
 
 #include "sim/comm/backend_registry.hpp"
 #include "sim/comm/launch_support.hpp"
-#include "sim/comm/rank_binding.hpp"
 #include "sim/comm/mpi/mpi_communicator.hpp"
 #include "sim/core/bytes.hpp"
 
@@ -116,8 +115,6 @@ std::vector<RankOutcome> launch_mpi(const LaunchOptions& opt, const RankFn& fn) 
 
   Recorder rec(rank, opt.tracing);
   std::vector<std::string> payloads;
-  // This process on its CPU for the launch (LaunchOptions::bind); as it was before, after.
-  const RankBinding binding(rank, cpus_to_bind(opt.bind));
   try {
     mpi::MpiCommunicator world(comm, rec, rank_range(0, size), dog, native);
     // STEP 3: the clocks' common origin.
