@@ -199,7 +199,7 @@ int cmd_layout(const std::vector<std::string>& args) {
     pairs_col.push_back(std::to_string(pairs[r]));
   }
   const std::size_t chunks_w = width_of(chunks_col, 8), pos_w = width_of(pos_col, 27),
-                    pairs_w = width_of(pairs_col, 15), blocks_w = width_of(blocks_col, 15);
+                    pairs_w = width_of(pairs_col, 15), blocks_w = width_of(blocks_col, 16);
   std::cout << "\nrank  " << cell("chunks", chunks_w) << cell("positions", pos_w) << cell("visible pairs", pairs_w)
             << cell("chapter: t x t", blocks_w) << "chapter: ring\n";
   for (int r = 0; r < C; ++r) {
@@ -215,7 +215,7 @@ int cmd_layout(const std::vector<std::string>& args) {
   else
     std::cout << "The handbook chapter's counts: t x t only for the causal mask on 2C chunks; ring = its ring\n"
                  "program's blocks computed, a rank's queries x one rank's keys\n";
-  std::cout << std::right << "\nimbalance (max/mean visible pairs): " << fixed2(imbalance(pairs)) << "\n";
+  std::cout << "\nimbalance (max/mean visible pairs): " << fixed2(imbalance(pairs)) << "\n";
 
   // 2. The ring's steps: at step i rank r holds the K/V of rank r - i; each step lasts as long as its busiest rank.
   if (C > 1 && C <= kMaxStepColumns) {
@@ -252,16 +252,15 @@ int cmd_layout(const std::vector<std::string>& args) {
   const bool per_rank_columns = C <= kMaxRankColumns;
   const std::size_t count_w = width_of(counts, per_rank_columns ? 10 : 14);
   std::cout << "\nShardings side by side (visible pairs per (batch, head), " << describe_mask(mask, docs) << "):\n"
-            << std::left << std::setw(name_w) << "sharding";
+            << left("sharding", static_cast<std::size_t>(name_w));
   if (per_rank_columns)
     for (int r = 0; r < C; ++r) std::cout << cell("rank " + std::to_string(r), count_w);
   else
     std::cout << cell("max", count_w) << cell("mean", count_w);
-  std::cout << std::setw(10) << "max/mean"
-            << "ring\n";
+  std::cout << left("max/mean", 10) << "ring\n";
   std::vector<std::string> reasons;
   for (const ShardingWork& w : side) {
-    std::cout << std::setw(name_w) << w.name;
+    std::cout << left(w.name, static_cast<std::size_t>(name_w));
     if (!w.why_not.empty()) {
       std::cout << "n/a (" << reasons.size() + 1 << ")\n";
       reasons.push_back(w.why_not);
@@ -273,19 +272,17 @@ int cmd_layout(const std::vector<std::string>& args) {
       std::cout << cell(std::to_string(max_of(w.per_rank)), count_w) << cell(fixed2(mean_of(w.per_rank)), count_w);
     std::cout << cell(fixed2(w.imbalance), 10) << fixed2(w.ring_imbalance) << "\n";
   }
-  std::cout << std::right;
   for (std::size_t i = 0; i < reasons.size(); ++i) std::cout << "(" << i + 1 << ") " << reasons[i] << "\n";
   if (C > 1 && C <= kMaxStepColumns) {
-    std::cout << "\nBusiest rank over the mean, per ring step:\n" << std::left << std::setw(name_w) << "sharding";
-    for (int i = 0; i < C; ++i) std::cout << std::setw(8) << ("step " + std::to_string(i));
+    std::cout << "\nBusiest rank over the mean, per ring step:\n" << left("sharding", static_cast<std::size_t>(name_w));
+    for (int i = 0; i < C; ++i) std::cout << left("step " + std::to_string(i), 8);
     std::cout << "\n";
     for (const ShardingWork& w : side) {
       if (!w.why_not.empty()) continue;
-      std::cout << std::setw(name_w) << w.name;
+      std::cout << left(w.name, static_cast<std::size_t>(name_w));
       for (double x : step_imbalances(w.steps)) std::cout << cell(fixed2(x), 8);
       std::cout << "\n";
     }
-    std::cout << std::right;
   }
 
   // 4. The grid, where its cells are few enough to draw.
