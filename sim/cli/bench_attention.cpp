@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/printf.h>
+
 #include "sim/cli/cli.hpp"
 #include "sim/core/error.hpp"
 #include "sim/os/host_memory.hpp"
@@ -208,18 +210,18 @@ int bench_attention(const std::vector<std::string>& all_args) {
     std::cout << json_text(j) << "\n";
     return 0;
   }
-  std::printf("tiled attention, %s, causal, B=1, one thread, tile %d; times in thread CPU time\n",
+  fmt::printf("tiled attention, %s, causal, B=1, one thread, tile %d; times in thread CPU time\n",
               std::string(dtype_name(dtype)).c_str(), tile);
-  std::printf("gemm: Eigen's [%d x D] x [D x %d] and [%d x %d] x [%d x D], measured around each point\n", tile, tile,
+  fmt::printf("gemm: Eigen's [%d x D] x [D x %d] and [%d x %d] x [%d x D], measured around each point\n", tile, tile,
               tile, tile, tile);
-  std::printf("%7s %5s %6s %9s %10s %10s %9s %10s %10s %9s\n", "S", "D", "heads", "gemm GF/s", "fwd ms", "fwd GF/s",
+  fmt::printf("%7s %5s %6s %9s %10s %10s %9s %10s %10s %9s\n", "S", "D", "heads", "gemm GF/s", "fwd ms", "fwd GF/s",
               "fwd/gemm", "bwd ms", "bwd GF/s", "bwd/gemm");
   for (const Point& p : points)
-    std::printf("%7" PRId64 " %5" PRId64 " %6" PRId64 " %9.1f %10.1f %10.1f %9.2f %10.1f %10.1f %9.2f\n", p.seq, p.d,
+    fmt::printf("%7" PRId64 " %5" PRId64 " %6" PRId64 " %9.1f %10.1f %10.1f %9.2f %10.1f %10.1f %9.2f\n", p.seq, p.d,
                 p.heads, p.gemm, p.fwd_s * 1e3, p.fwd_gflops(), p.fwd_gflops() / p.gemm, p.bwd_s * 1e3, p.bwd_gflops(),
                 p.bwd_gflops() / p.gemm);
   if (any)
-    std::printf("goal at S >= %" PRId64 ": forward >= %.2f x and backward >= %.2f x the GEMM rate: %s\n", kGoalFromSeq,
+    fmt::printf("goal at S >= %" PRId64 ": forward >= %.2f x and backward >= %.2f x the GEMM rate: %s\n", kGoalFromSeq,
                 kForwardGoal, kBackwardGoal, met ? "met" : "NOT met");
   return 0;
 }

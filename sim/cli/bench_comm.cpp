@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/printf.h>
+
 #include "sim/cli/cli.hpp"
 #include "sim/comm/launcher.hpp"
 #include "sim/core/bytes.hpp"
@@ -348,33 +350,33 @@ int bench_comm(const std::vector<std::string>& args) {
     return 0;
   }
 
-  std::printf("# cpsim bench comm: %s, %d ranks; sizes %s..%s x%d\n", list.c_str(), ranks,
+  fmt::printf("# cpsim bench comm: %s, %d ranks; sizes %s..%s x%d\n", list.c_str(), ranks,
               human_bytes(sizes.front()).c_str(), human_bytes(sizes.back()).c_str(), step);
   if (with_mpi)
-    std::printf("# mpi: the %d processes of this mpirun job; threads, processes: launched by rank 0 while the job's "
+    fmt::printf("# mpi: the %d processes of this mpirun job; threads, processes: launched by rank 0 while the job's "
                 "other processes wait idle\n",
                 ranks);
-  std::printf("# time: the slowest rank's mean per call; algbw = size / time, busbw = algbw x factor (nccl-tests), "
+  fmt::printf("# time: the slowest rank's mean per call; algbw = size / time, busbw = algbw x factor (nccl-tests), "
               "GB/s\n");
-  if (!pairs.empty()) std::printf("# ratio: one backend's busbw over another's, same row\n");
-  if (form) std::printf("# collectives: %s on threads and processes (imposed)\n", algorithm_name(*form));
+  if (!pairs.empty()) fmt::printf("# ratio: one backend's busbw over another's, same row\n");
+  if (form) fmt::printf("# collectives: %s on threads and processes (imposed)\n", algorithm_name(*form));
   for (std::size_t k = 0; k < std::size(kOps); ++k) {
-    std::printf("#\n# %s (busbw factor %.3g)\n#%29s", op_name(kOps[k]), bus_factor(kOps[k], ranks), "");
-    for (Backend b : backends) std::printf(" %32s", std::string(backend_name(b)).c_str());
-    std::printf("\n# %10s %12s %6s", "size (B)", "count", "type");
-    for (std::size_t b = 0; b < backends.size(); ++b) std::printf(" %10s %10s %10s", "time (us)", "algbw", "busbw");
-    for (const auto& p : pairs) std::printf(" %18s", ratio_name(backends, p).c_str());
-    std::printf(" %8s\n", "#wrong");
+    fmt::printf("#\n# %s (busbw factor %.3g)\n#%29s", op_name(kOps[k]), bus_factor(kOps[k], ranks), "");
+    for (Backend b : backends) fmt::printf(" %32s", std::string(backend_name(b)).c_str());
+    fmt::printf("\n# %10s %12s %6s", "size (B)", "count", "type");
+    for (std::size_t b = 0; b < backends.size(); ++b) fmt::printf(" %10s %10s %10s", "time (us)", "algbw", "busbw");
+    for (const auto& p : pairs) fmt::printf(" %18s", ratio_name(backends, p).c_str());
+    fmt::printf(" %8s\n", "#wrong");
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      std::printf("  %10zu %12zu %6s", sizes[i], sizes[i] / 4, "float");
+      fmt::printf("  %10zu %12zu %6s", sizes[i], sizes[i] / 4, "float");
       std::int64_t bad = 0;
       for (std::size_t b = 0; b < backends.size(); ++b) {
         const Cell& c = cells[k][b][i];
-        std::printf(" %10.2f %10.2f %10.2f", c.us, c.algbw, c.busbw);
+        fmt::printf(" %10.2f %10.2f %10.2f", c.us, c.algbw, c.busbw);
         bad += c.wrong;
       }
-      for (const auto& p : pairs) std::printf(" %18.2f", ratio(k, i, p));
-      std::printf(" %8lld\n", static_cast<long long>(bad));
+      for (const auto& p : pairs) fmt::printf(" %18.2f", ratio(k, i, p));
+      fmt::printf(" %8lld\n", static_cast<long long>(bad));
     }
   }
   return 0;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/printf.h>
+
 #include "sim/cli/cli.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
@@ -142,30 +144,30 @@ int bench_gpu_attention(const std::vector<std::string>& args) {
     std::cout << json_text(j) << "\n";
     return 0;
   }
-  std::printf("causal attention on %s, %s, B=1, %" PRId64 "/%" PRId64 " heads, D=%" PRId64 "\n", gpu_name.c_str(),
+  fmt::printf("causal attention on %s, %s, B=1, %" PRId64 "/%" PRId64 " heads, D=%" PRId64 "\n", gpu_name.c_str(),
               std::string(dtype_name(dtype)).c_str(), heads, kv_heads, head_dim);
   if (gemm > 0)
-    std::printf("cuBLAS bf16 GEMM %" PRId64 " x %" PRId64 " x %" PRId64 " (f32 accumulate): %.1f TFLOP/s\n", gemm_n,
+    fmt::printf("cuBLAS bf16 GEMM %" PRId64 " x %" PRId64 " x %" PRId64 " (f32 accumulate): %.1f TFLOP/s\n", gemm_n,
                 gemm_n, gemm_n, gemm);
   else
-    std::printf("cuBLAS bf16 GEMM: %s; no ratios to it\n", gemm_note.c_str());
-  std::printf("%7s %6s %10s %9s %9s %6s %10s %9s %9s\n", "S", "kernel", "fwd ms", "fwd TF/s", "fwd/gemm", "kernel",
+    fmt::printf("cuBLAS bf16 GEMM: %s; no ratios to it\n", gemm_note.c_str());
+  fmt::printf("%7s %6s %10s %9s %9s %6s %10s %9s %9s\n", "S", "kernel", "fwd ms", "fwd TF/s", "fwd/gemm", "kernel",
               "bwd ms", "bwd TF/s", "bwd/gemm");
   for (const Point& p : points)
-    std::printf("%7" PRId64 " %6s %10.3f %9.1f %9.2f %6s %10.3f %9.1f %9.2f\n", p.seq, p.t.fwd_path.c_str(), p.t.fwd_ms,
+    fmt::printf("%7" PRId64 " %6s %10.3f %9.1f %9.2f %6s %10.3f %9.1f %9.2f\n", p.seq, p.t.fwd_path.c_str(), p.t.fwd_ms,
                 p.fwd_tflops(), ratio(p.fwd_tflops()), p.t.bwd_path.c_str(), p.t.bwd_ms, p.bwd_tflops(),
                 ratio(p.bwd_tflops()));
   // Several kernels: the first one's speed over each other's, on the same shapes.
   for (std::size_t i = 1; i < kernels.size(); ++i)
     for (auto s : seqs) {
       const Point *a = find(points, kernels[0], s), *b = find(points, kernels[i], s);
-      std::printf("S=%" PRId64 ": %s over %s: forward %.2fx, backward %.2fx\n", s, gpu_kernel_name(kernels[0]),
+      fmt::printf("S=%" PRId64 ": %s over %s: forward %.2fx, backward %.2fx\n", s, gpu_kernel_name(kernels[0]),
                   gpu_kernel_name(kernels[i]), b->t.fwd_ms / a->t.fwd_ms, b->t.bwd_ms / a->t.bwd_ms);
     }
   for (GpuKernel k : kernels) {
     bool met = false;
     if (goal_met(k, met))
-      std::printf("goal at S = %" PRId64 " (--kernel %s): forward >= %.2f x and backward >= %.2f x the GEMM rate: %s\n",
+      fmt::printf("goal at S = %" PRId64 " (--kernel %s): forward >= %.2f x and backward >= %.2f x the GEMM rate: %s\n",
                   kGoalSeq, gpu_kernel_name(k), kForwardGoal, kBackwardGoal, met ? "met" : "NOT met");
   }
   return 0;

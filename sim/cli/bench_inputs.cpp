@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/printf.h>
+
 #include "sim/cli/cli.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
@@ -78,18 +80,18 @@ Row measure(DType t, std::int64_t n) {
 }
 
 void print_table(const std::vector<Row>& rows, std::int64_t samples) {
-  std::printf(
+  fmt::printf(
       "seeded inputs: %lld samples per dtype, one thread, built for %s; thread CPU time, best of %d (fast) "
       "and %d (libm) rounds, after an untimed one\n",
       static_cast<long long>(samples), vector_isa(), kFastRounds, kLibmRounds);
-  std::printf(
+  fmt::printf(
       "fast: rounded_normals, blocks of samples (what ranks make their shards with); libm: "
       "round_to_dtype(normal_at(...)), one at a time\n");
-  std::printf("%5s %14s %14s %8s %12s %s\n", "dtype", "fast ns/sample", "libm ns/sample", "speedup", "fast ms",
+  fmt::printf("%5s %14s %14s %8s %12s %s\n", "dtype", "fast ns/sample", "libm ns/sample", "speedup", "fast ms",
               "values");
   for (const Row& r : rows) {
     const std::string same = r.differing == 0 ? "the same bits" : std::to_string(r.differing) + " DIFFER";
-    std::printf("%5s %14.2f %14.2f %7.1fx %12.2f %s\n", std::string(dtype_name(r.dtype)).c_str(), r.fast_ns, r.libm_ns,
+    fmt::printf("%5s %14.2f %14.2f %7.1fx %12.2f %s\n", std::string(dtype_name(r.dtype)).c_str(), r.fast_ns, r.libm_ns,
                 r.libm_ns / r.fast_ns, r.fast_ns * static_cast<double>(samples) / 1e6, same.c_str());
   }
 }

@@ -7,6 +7,8 @@
 #include <iostream>
 #include <string>
 
+#include <fmt/printf.h>
+
 #include "sim/cli/cli.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
@@ -151,35 +153,35 @@ void print_json(const AttentionArgs& a, const SingleRun& r, const CheckReport* c
 
 void print_text(const AttentionArgs& a, const SingleRun& r, const CheckReport* c) {
   const AttentionShape& s = a.shape;
-  std::printf("attention on the cpu device: B=%" PRId64 " S=%" PRId64 " Nq=%" PRId64 " Nkv=%" PRId64 " D=%" PRId64
+  fmt::printf("attention on the cpu device: B=%" PRId64 " S=%" PRId64 " Nq=%" PRId64 " Nkv=%" PRId64 " D=%" PRId64
               " %s %s, tile %d, seed %" PRIu64 "\n",
               s.B, s.Sq, s.Nq, s.Nkv, s.D, std::string(dtype_name(a.dtype)).c_str(), a.mask.describe().c_str(), a.tile,
               a.seed);
-  if (!a.documents.empty()) std::printf("  %s\n", a.documents.describe().c_str());
-  std::printf("  %-9s %12s %10s %14s %16s\n", "call", "time ms", "GFLOP/s", "visible pairs", "tiles done/skip");
+  if (!a.documents.empty()) fmt::printf("  %s\n", a.documents.describe().c_str());
+  fmt::printf("  %-9s %12s %10s %14s %16s\n", "call", "time ms", "GFLOP/s", "visible pairs", "tiles done/skip");
   auto row = [](const char* name, const WorkCounts& w, double sec) {
     const std::string tiles = std::to_string(w.tiles_computed) + "/" + std::to_string(w.tiles_skipped);
-    std::printf("  %-9s %12.3f %10.2f %14" PRId64 " %16s\n", name, sec * 1e3, w.flops / sec / 1e9, w.pairs,
+    fmt::printf("  %-9s %12.3f %10.2f %14" PRId64 " %16s\n", name, sec * 1e3, w.flops / sec / 1e9, w.pairs,
                 tiles.c_str());
   };
   row("forward", r.fwd_work, r.fwd_seconds);
   row("backward", r.bwd_work, r.bwd_seconds);
-  std::printf("  peak device memory %.2f MiB\n", static_cast<double>(r.peak_bytes) / (1 << 20));
+  fmt::printf("  peak device memory %.2f MiB\n", static_cast<double>(r.peak_bytes) / (1 << 20));
   if (c == nullptr) return;
   const bool plain = c->kind == RuleKind::plain_f32;
-  std::printf("check against the f64 reference (%s)\n", c->rule.c_str());
-  std::printf("  %-6s %12s %12s %12s\n", "tensor", "max abs err", "allowed", plain ? "plain f32" : "");
+  fmt::printf("check against the f64 reference (%s)\n", c->rule.c_str());
+  fmt::printf("  %-6s %12s %12s %12s\n", "tensor", "max abs err", "allowed", plain ? "plain f32" : "");
   auto line = [&](const char* name, double e, double allowed, double baseline, double worst) {
-    std::printf("  %-6s %12.3e %12.3e ", name, e, allowed);
-    if (plain) std::printf("%12.3e", baseline);
-    std::printf("%s\n", worst <= 1 ? "" : "   <- too large");
+    fmt::printf("  %-6s %12.3e %12.3e ", name, e, allowed);
+    if (plain) fmt::printf("%12.3e", baseline);
+    fmt::printf("%s\n", worst <= 1 ? "" : "   <- too large");
   };
   line("out", c->err.out, c->allowed.out, c->baseline.out, c->worst.out);
   line("lse", c->err.lse, c->allowed.lse, c->baseline.lse, c->worst.lse);
   line("dq", c->err.dq, c->allowed.dq, c->baseline.dq, c->worst.dq);
   line("dk", c->err.dk, c->allowed.dk, c->baseline.dk, c->worst.dk);
   line("dv", c->err.dv, c->allowed.dv, c->baseline.dv, c->worst.dv);
-  std::printf("%s\n", c->passed ? "PASSED" : "FAILED");
+  fmt::printf("%s\n", c->passed ? "PASSED" : "FAILED");
 }
 
 int cmd_attention(const std::vector<std::string>& args) {

@@ -83,7 +83,7 @@ int cmd_run(const std::vector<std::string>& args) {
       "json", "print one JSON object instead of the tables")(
       "dump", po::value(&dump_dir), "write inputs and outputs as NumPy .npy files into this folder")(
       "trace", po::value(&trace_path),
-      "write every rank's compute, communication and idle time to this file "
+      "write every rank's compute, communication and wait time to this file "
       "(Chrome trace JSON: opens in visualizer/index.html, Perfetto, chrome://tracing)")(
       "html", po::value(&html_path),
       "write the visualizer with this run inlined: one HTML file that opens with a "
