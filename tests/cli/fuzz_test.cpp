@@ -2,15 +2,19 @@
 // the edge and the bad (0, negative, past 64 bits, 1e300, not a number, empty, a missing folder), a stray argument
 // now and then. Whatever the line, cpsim must end by itself within the time limit, with exit 0, or exit 2 and one line
 // "cpsim: error: ..." on stderr and nothing on stdout, never a signal; leave no file in its working folder when it
-// fails, no process of its group behind, no shared-memory segment in /dev/shm. A quicker case aims at the mask,
-// sharding and size inputs of run, layout, predict and plan alone.
+// fails, no process of its group behind, no shared-memory segment in /dev/shm. Quicker cases aim at the mask,
+// sharding and size inputs of run, layout, predict and plan alone, and at the files the commands read (machine
+// files, calibrate's tables and JSON, traces): deep nesting, duplicate keys, odd and huge numbers, FIFOs, devices.
 // The seed is CPSIM_FUZZ_SEED when set, else a fixed one; a failure names the seed and the command line.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <regex>
 #include <set>
@@ -144,6 +148,47 @@ const std::vector<std::string> kShapeValues{"0",
 const std::vector<std::string> kShapeGoodValues{"1", "2", "4", "8", "16", "32", "64", "zigzag", "contiguous", "striped",
                                                 "ring", "ring,ulysses", "1K,2K", "8,8"};
 
+
+// A JSON text drawn from the edges of what a reader must hold: a preset machine file with one value replaced, nested
+// past any limit, a key given twice, numbers that fit no field (0.5 as a count, 1e19, past 64 bits), or broken text.
+std::string edge_json(std::mt19937_64& rng, const std::string& machine) {
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  static const std::vector<std::string> numbers{"0",    "0.5",  "-1",   "1e19", "1e308", "-1e308", "18446744073709551616",
+                                                "null", "true", "\"x\"", "[]",   "{}",    "1",      "128"};
+  switch (pick(6)) {
+    case 0: {  // a preset with one of its numbers replaced
+      std::vector<std::size_t> at;
+      for (std::size_t i = 0; i + 1 < machine.size(); ++i)
+        if (machine[i] == ':' && machine[i + 1] == ' ' && i + 2 < machine.size() &&
+            (std::isdigit(static_cast<unsigned char>(machine[i + 2])) != 0))
+          at.push_back(i + 2);
+      if (at.empty()) return machine;
+      const std::size_t from = at[pick(at.size())];
+      std::size_t to = from;
+      while (to < machine.size() && machine[to] != ',' && machine[to] != '\n' && machine[to] != '}') ++to;
+      return machine.substr(0, from) + numbers[pick(numbers.size())] + machine.substr(to);
+    }
+    case 1: {  // nested deeper than any reader should follow
+      const std::size_t depth = 1 + pick(200000);
+      return std::string(depth, '[') + std::string(pick(2) == 0 ? depth : 0, ']');
+    }
+    case 2:  // a key given twice
+      return machine.substr(0, machine.rfind('}')) + ", \"name\": \"twice\"}";
+    case 3: {  // the attention bench's shape with edge numbers
+      const auto n = [&] { return numbers[pick(numbers.size())]; };
+      return "{\"rows\": [{\"seq\": " + n() + ", \"head_dim\": " + n() + ", \"heads\": " + n() +
+             ", \"batch\": " + n() + ", \"forward_ms\": " + n() + ", \"backward_ms\": " + n() + "}]}";
+    }
+    case 4:  // cut short
+      return machine.substr(0, pick(machine.size()));
+    default: {  // bytes that are no text
+      std::string b(pick(4096), '\0');
+      for (char& c : b) c = static_cast<char>(rng());
+      return b;
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("mask and size inputs at their edges: run layout predict plan end in exit 0 or 2 with one line") {
@@ -207,6 +252,76 @@ TEST_CASE("mask and size inputs at their edges: run layout predict plan end in e
   }
   MESSAGE(accepted << " lines ran, " << refused << " were refused");
   CHECK(accepted > 0);
+  CHECK(refused > 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("file inputs at their edges: machine files, calibrate's inputs and traces end in exit 0 or 2 with one line") {
+  const char* env = std::getenv("CPSIM_FUZZ_SEED");
+  const std::uint64_t seed = env && *env ? std::strtoull(env, nullptr, 10) : kDefaultSeed;
+  MESSAGE("file fuzz seed " << seed << " (CPSIM_FUZZ_SEED=" << seed << " repeats this run)");
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  const fs::path dir = fs::path(CPSIM_BINARY_DIR) / "tests" / ("file_fuzz_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "a_folder");
+  REQUIRE(::mkfifo((dir / "a_fifo").c_str(), 0600) == 0);  // nobody writes it: a reader that opens it waits forever
+  // A preset machine file, as cpsim prints it: the text the mutations start from.
+  ChildOptions print;
+  print.stdout_path = (dir / "preset.json").string();
+  print.stderr_path = "/dev/null";
+  REQUIRE(run_child({kCpsim, "predict", "--print-machine", "h100-ib"}, print).exit_code == 0);
+  const std::string machine = test::slurp(print.stdout_path);
+  REQUIRE(machine.size() > 100);
+  // Which flag reads the file, on which command line.
+  const std::vector<std::vector<std::string>> uses{{"predict", "--seqs", "16K", "--machine"},
+                                                   {"plan", "--seq", "64K", "--ranks", "8", "--machine"},
+                                                   {"calibrate", "--machine"},
+                                                   {"calibrate", "--gpu-attention"},
+                                                   {"calibrate", "--sendrecv"},
+                                                   {"calibrate", "--all-gather"},
+                                                   {"run", "--ranks", "2", "--seq", "16", "--html", "p.html", "--compare"}};
+  const std::vector<std::string> specials{"/dev/zero", "/dev/null", "a_fifo", "a_folder", "missing.json"};
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 40; ++i) {
+    std::string file = "in_" + std::to_string(i) + ".json";
+    if (pick(4) == 0) {
+      file = specials[pick(specials.size())];
+    } else {
+      std::ofstream(dir / file, std::ios::binary) << edge_json(rng, machine);
+    }
+    std::vector<std::string> argv{kCpsim};
+    const auto& use = uses[pick(uses.size())];
+    argv.insert(argv.end(), use.begin(), use.end());
+    argv.push_back(file);
+    std::string line = "cpsim";
+    for (std::size_t a = 1; a < argv.size(); ++a) line += " '" + argv[a] + "'";
+    CAPTURE(seed);
+    CAPTURE(line);
+    ChildOptions o;
+    o.cwd = dir.string();
+    o.stdin_path = "/dev/null";
+    o.stdout_path = (dir / ".out").string();
+    o.stderr_path = (dir / ".err").string();
+    o.time_limit = std::chrono::seconds(20);
+    if (!test::kShadowMemory) o.address_space_limit = std::int64_t{16} << 30;
+    const ChildResult r = run_child(argv, o);
+    const std::string out = test::slurp(o.stdout_path), err = test::slurp(o.stderr_path);
+    CAPTURE(err);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.signal == 0);
+    CHECK((r.exit_code == 0 || r.exit_code == 2));  // never 1: an input error is exit 2
+    accepted += r.exit_code == 0;
+    refused += r.exit_code == 2;
+    if (r.exit_code == 2) {
+      CHECK(test::count_lines(err) == 1);
+      CHECK(err.rfind("cpsim: error: ", 0) == 0);
+      CHECK(out.empty());
+      CHECK_FALSE(fs::exists(dir / "p.html"));  // nothing half-written
+    }
+    fs::remove(dir / "p.html");
+  }
+  MESSAGE(accepted << " lines ran, " << refused << " were refused");
   CHECK(refused > 0);
   fs::remove_all(dir);
 }
