@@ -149,6 +149,34 @@ const std::vector<std::string> kShapeGoodValues{"1", "2", "4", "8", "16", "32", 
                                                 "ring", "ring,ulysses", "1K,2K", "8,8"};
 
 
+// Runs one fuzzed line in `dir` and checks how it ended: by itself within 20 s, never by a signal, with exit 0, or
+// exit 2 with one line "cpsim: error: ..." and nothing on stdout (never 1: an input error is exit 2). Its exit code.
+int ends_in_0_or_2(const std::vector<std::string>& argv, const fs::path& dir, std::uint64_t seed) {
+  std::string line = "cpsim";
+  for (std::size_t a = 1; a < argv.size(); ++a) line += " '" + argv[a] + "'";
+  CAPTURE(seed);
+  CAPTURE(line);
+  ChildOptions o;
+  o.cwd = dir.string();
+  o.stdin_path = "/dev/null";
+  o.stdout_path = (dir / ".out").string();
+  o.stderr_path = (dir / ".err").string();
+  o.time_limit = std::chrono::seconds(20);
+  if (!test::kShadowMemory) o.address_space_limit = std::int64_t{16} << 30;
+  const ChildResult r = run_child(argv, o);
+  const std::string out = test::slurp(o.stdout_path), err = test::slurp(o.stderr_path);
+  CAPTURE(err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.signal == 0);
+  CHECK((r.exit_code == 0 || r.exit_code == 2));
+  if (r.exit_code == 2) {
+    CHECK(test::count_lines(err) == 1);
+    CHECK(err.rfind("cpsim: error: ", 0) == 0);
+    CHECK(out.empty());
+  }
+  return r.exit_code;
+}
+
 // A JSON text drawn from the edges of what a reader must hold: a preset machine file with one value replaced, nested
 // past any limit, a key given twice, numbers that fit no field (0.5 as a count, 1e19, past 64 bits), or broken text.
 std::string edge_json(std::mt19937_64& rng, const std::string& machine) {
@@ -224,30 +252,9 @@ TEST_CASE("mask and size inputs at their edges: run layout predict plan end in e
                                     : kShapeValues[pick(kShapeValues.size())]);
       }
       if (!switches.empty() && pick(3) == 0) argv.push_back(switches[pick(switches.size())]);
-      std::string line = "cpsim";
-      for (std::size_t a = 1; a < argv.size(); ++a) line += " '" + argv[a] + "'";
-      CAPTURE(seed);
-      CAPTURE(line);
-      ChildOptions o;
-      o.cwd = dir.string();
-      o.stdin_path = "/dev/null";
-      o.stdout_path = (dir / ".out").string();
-      o.stderr_path = (dir / ".err").string();
-      o.time_limit = std::chrono::seconds(20);
-      if (!test::kShadowMemory) o.address_space_limit = std::int64_t{16} << 30;
-      const ChildResult r = run_child(argv, o);
-      const std::string out = test::slurp(o.stdout_path), err = test::slurp(o.stderr_path);
-      CAPTURE(err);
-      CHECK_FALSE(r.timed_out);
-      CHECK(r.signal == 0);
-      CHECK((r.exit_code == 0 || r.exit_code == 2));  // never 1: an input error is exit 2
-      accepted += r.exit_code == 0;
-      refused += r.exit_code == 2;
-      if (r.exit_code == 2) {
-        CHECK(test::count_lines(err) == 1);
-        CHECK(err.rfind("cpsim: error: ", 0) == 0);
-        CHECK(out.empty());
-      }
+      const int rc = ends_in_0_or_2(argv, dir, seed);
+      accepted += rc == 0;
+      refused += rc == 2;
     }
   }
   MESSAGE(accepted << " lines ran, " << refused << " were refused");
@@ -294,31 +301,10 @@ TEST_CASE("file inputs at their edges: machine files, calibrate's inputs and tra
     const auto& use = uses[pick(uses.size())];
     argv.insert(argv.end(), use.begin(), use.end());
     argv.push_back(file);
-    std::string line = "cpsim";
-    for (std::size_t a = 1; a < argv.size(); ++a) line += " '" + argv[a] + "'";
-    CAPTURE(seed);
-    CAPTURE(line);
-    ChildOptions o;
-    o.cwd = dir.string();
-    o.stdin_path = "/dev/null";
-    o.stdout_path = (dir / ".out").string();
-    o.stderr_path = (dir / ".err").string();
-    o.time_limit = std::chrono::seconds(20);
-    if (!test::kShadowMemory) o.address_space_limit = std::int64_t{16} << 30;
-    const ChildResult r = run_child(argv, o);
-    const std::string out = test::slurp(o.stdout_path), err = test::slurp(o.stderr_path);
-    CAPTURE(err);
-    CHECK_FALSE(r.timed_out);
-    CHECK(r.signal == 0);
-    CHECK((r.exit_code == 0 || r.exit_code == 2));  // never 1: an input error is exit 2
-    accepted += r.exit_code == 0;
-    refused += r.exit_code == 2;
-    if (r.exit_code == 2) {
-      CHECK(test::count_lines(err) == 1);
-      CHECK(err.rfind("cpsim: error: ", 0) == 0);
-      CHECK(out.empty());
-      CHECK_FALSE(fs::exists(dir / "p.html"));  // nothing half-written
-    }
+    const int rc = ends_in_0_or_2(argv, dir, seed);
+    accepted += rc == 0;
+    refused += rc == 2;
+    if (rc == 2) CHECK_FALSE(fs::exists(dir / "p.html"));  // nothing half-written
     fs::remove(dir / "p.html");
   }
   MESSAGE(accepted << " lines ran, " << refused << " were refused");
