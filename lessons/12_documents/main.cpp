@@ -6,6 +6,7 @@
 
 #include "lessons/common/lesson.hpp"
 #include "sim/layout/work_table.hpp"
+#include "sim/strategies/kv_traffic.hpp"
 
 using namespace cpsim;
 
@@ -42,7 +43,7 @@ void print_steps(const std::vector<ShardingWork>& all, int C) {
   for (const ShardingWork& w : all) {
     if (!w.why_not.empty()) continue;
     std::string line = "  " + lesson::left(w.name, 31);
-    for (double x : step_imbalances(w.steps)) line += lesson::left(lesson::fixed(x, 2), 8);
+    for (double x : step_imbalances(w.steps)) line += lesson::left(step_imbalance_text(x), 8);
     lesson::row(line);
   }
   std::cout << "\n";
@@ -52,6 +53,54 @@ std::int64_t total(const ShardingWork& w) {
   std::int64_t n = 0;
   for (std::int64_t x : w.per_rank) n += x;
   return n;
+}
+
+// STEP 3's table: the K/V bytes each rank needs in the forward and what the ring, the pruned ring and the mask
+// exchange send it (forward runs, checked against the reference). Returns the three runs' received bytes per rank.
+struct Bytes {
+  std::vector<std::int64_t> need, ring, pruned, exchange;
+};
+Bytes bytes_table(RunConfig c, const lesson::Options& o, const std::string& label) {
+  c.backward = false;
+  c.check = true;
+  Bytes b;
+  for (const KvNeed& n : kv_need(c.problem)) b.need.push_back(n.forward);
+  const auto received = [&](StrategyKind k) {
+    c.strategy = k;
+    const RunResult r = lesson::run_and_step(c, o, false);
+    lesson::expect(r.check.passed, label + ": " + std::string(strategy_name(k)) + " matches the reference");
+    std::vector<std::int64_t> v;
+    for (const RankReport& rk : r.ranks) v.push_back(rk.stats.comm_counts().bytes_received);
+    return v;
+  };
+  b.ring = received(StrategyKind::ring);
+  b.pruned = received(StrategyKind::pruned_ring);
+  b.exchange = received(StrategyKind::mask_exchange);
+  const auto sum = [](const std::vector<std::int64_t>& v) {
+    std::int64_t n = 0;
+    for (std::int64_t x : v) n += x;
+    return n;
+  };
+  const auto pct = [&](const std::vector<std::int64_t>& v) {
+    return "+" + lesson::fixed(100.0 * redundancy(sum(v), sum(b.need)), 1) + "%";
+  };
+  std::cout << "  " << label << ", forward: K/V bytes sent to each rank\n";
+  lesson::row("  " + lesson::left("rank", 7) + lesson::left("need", 11) + lesson::left("ring", 11) +
+              lesson::left("pruned_ring", 13) + "mask_exchange");
+  for (std::size_t r = 0; r < b.need.size(); ++r)
+    lesson::row("  " + lesson::left(std::to_string(r), 7) + lesson::left(lesson::bytes(b.need[r]), 11) +
+                lesson::left(lesson::bytes(b.ring[r]), 11) + lesson::left(lesson::bytes(b.pruned[r]), 13) +
+                lesson::bytes(b.exchange[r]));
+  lesson::row("  " + lesson::left("all", 7) + lesson::left(lesson::bytes(sum(b.need)), 11) +
+              lesson::left(lesson::bytes(sum(b.ring)) + " " + pct(b.ring), 11) + " " +
+              lesson::left(lesson::bytes(sum(b.pruned)) + " " + pct(b.pruned), 13) + " " +
+              lesson::bytes(sum(b.exchange)) + " " + pct(b.exchange));
+  std::cout << "\n";
+  for (std::size_t r = 0; r < b.need.size(); ++r) {
+    lesson::expect(b.exchange[r] == b.need[r], "the mask exchange sends each rank exactly its need");
+    lesson::expect(b.need[r] <= b.pruned[r] && b.pruned[r] <= b.ring[r], "need <= pruned ring <= ring");
+  }
+  return b;
 }
 
 int run_lesson(int argc, char** argv) {
@@ -70,7 +119,7 @@ int run_lesson(int argc, char** argv) {
   const int C = p.ranks;
   const std::int64_t S = p.seq;
   o.config.strategy = StrategyKind::ring;
-  p.docs.random = 8;
+  p.docs = parse_docs("sample:8");  // 8 lengths drawn from MagiAttention's document-length distribution
   p.docs.seed = o.config.seed;
   validate(p, StrategyKind::ring);     // S % 2C == 0: the seeded lengths are multiples of 2C
   const std::int64_t W = S / (2 * C);  // STEP 2's window: shorter than a rank's S/C tokens
@@ -146,7 +195,46 @@ int run_lesson(int argc, char** argv) {
               "thin diagonal band of the same size on every rank: ring imbalance " +
               lesson::fixed(striped.ring_imbalance, 2) + ".");
 
-  lesson::banner(3, "the check: ring runs under these masks against the reference");
+  lesson::banner(3, "the bytes: what each rank needs, and what the ring sends it");
+  lesson::say(
+      "The ring skips the masked work, but every rank still sends its whole K/V block C-1 times. A rank "
+      "needs only the rows of other ranks that one of its queries sees: the need. The pruned ring "
+      "forwards a block only as far as some rank still needs it (both ways round the ring, whichever "
+      "is shorter); the mask exchange sends each rank exactly its need, straight from the owners.");
+  RunConfig t = o.config;
+  t.problem.docs = DocSpec{};
+  const std::int64_t block = 2 * p.batch * (S / C) * p.kv_heads * p.head_dim *
+                             static_cast<std::int64_t>(dtype_size(p.dtype));  // one rank's K and V
+  const Bytes causal = bytes_table(t, o, "causal, zigzag");
+  for (int r = 0; r < C; ++r)
+    lesson::expect(2 * causal.need[static_cast<std::size_t>(r)] == (2 * (C - 1) - r) * block,
+                   "causal zigzag: rank r needs C-1-r/2 blocks");
+  lesson::say("Causal zigzag: rank r needs half of each earlier rank's block (their early chunk) and all of "
+              "each later one's, C-1-r/2 blocks of the C-1 the ring sends it; in all 3/4, so a quarter of the "
+              "ring's bytes are never used (MagiAttention's blog puts it at about 25%). Nothing can be pruned: "
+              "every block is needed all the way round.");
+  t.problem.docs = p.docs;
+  const Bytes documents = bytes_table(t, o, "documents, zigzag per document");
+  t.problem.docs = DocSpec{};
+  t.problem.window = W;
+  t.problem.sharding = Sharding::global_zigzag;
+  const Bytes windowed = bytes_table(t, o, "window " + std::to_string(W) + ", zigzag");
+  for (std::int64_t x : windowed.pruned) lesson::expect(x <= 2 * block, "a window of one chunk: two blocks at most");
+  const auto all = [](const std::vector<std::int64_t>& v) {
+    std::int64_t n = 0;
+    for (std::int64_t x : v) n += x;
+    return n;
+  };
+  lesson::say("Per-document zigzag puts a piece of every document on every rank, so each rank still needs "
+              "parts of most blocks: the ring sends " +
+              lesson::fixed(100.0 * redundancy(all(documents.ring), all(documents.need)), 1) +
+              "% more than the need, the pruned ring " +
+              lesson::fixed(100.0 * redundancy(all(documents.pruned), all(documents.need)), 1) +
+              "% more. A window of one chunk needs only the neighbours' edge rows: the pruned ring becomes a "
+              "halo exchange, each block sent at most one hop each way, and the mask exchange sends only the "
+              "W-1 rows before each of a rank's chunks.");
+
+  lesson::banner(4, "the check: ring runs under these masks against the reference");
   lesson::say(
       "The single-process reference takes the same mask, so the check compares like with like, "
       "forward and backward.");

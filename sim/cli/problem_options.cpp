@@ -69,6 +69,9 @@ ProblemOptions problem_options(const RunConfig& c) {
   o.timeout_s = static_cast<double>(c.timeout.count()) / 1000;
   if (c.memory_limit > 0) o.memory_limit = std::to_string(c.memory_limit);
   if (p.docs.random > 0) o.docs = "random:" + std::to_string(p.docs.random);
+  if (p.docs.sample > 0)
+    o.docs = "sample:" + std::to_string(p.docs.sample) +
+             (p.docs.distribution_file.empty() ? "" : ":" + p.docs.distribution_file);
   for (std::int64_t L : p.docs.lengths) o.docs += (o.docs.empty() ? "" : ",") + std::to_string(L);
   o.window = p.window;
   o.chunk = p.chunk;
