@@ -2,6 +2,7 @@
 // sharding, per rank and per ring step (sim/layout/work_table.hpp, by formula on the positions' runs), and the
 // check of ring runs under those masks against the single-process reference with the same mask.
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 
 #include "lessons/common/lesson.hpp"
@@ -82,19 +83,21 @@ Bytes bytes_table(RunConfig c, const lesson::Options& o, const std::string& labe
     return n;
   };
   const auto pct = [&](const std::vector<std::int64_t>& v) {
-    return "+" + lesson::fixed(100.0 * redundancy(sum(v), sum(b.need)), 1) + "%";
+    const double x = redundancy(sum(v), sum(b.need));
+    return std::isinf(x) ? std::string("all") : lesson::fixed(100.0 * x, 1) + "%";
   };
   std::cout << "  " << label << ", forward: K/V bytes sent to each rank\n";
-  lesson::row("  " + lesson::left("rank", 7) + lesson::left("need", 11) + lesson::left("ring", 11) +
-              lesson::left("pruned_ring", 13) + "mask_exchange");
+  const auto line = [&](const std::string& a, const std::string& n, const std::string& x, const std::string& y,
+                        const std::string& z) {
+    lesson::row("  " + lesson::left(a, 12) + lesson::left(n, 11) + lesson::left(x, 11) + lesson::left(y, 13) + z);
+  };
+  line("rank", "need", "ring", "pruned_ring", "mask_exchange");
   for (std::size_t r = 0; r < b.need.size(); ++r)
-    lesson::row("  " + lesson::left(std::to_string(r), 7) + lesson::left(lesson::bytes(b.need[r]), 11) +
-                lesson::left(lesson::bytes(b.ring[r]), 11) + lesson::left(lesson::bytes(b.pruned[r]), 13) +
-                lesson::bytes(b.exchange[r]));
-  lesson::row("  " + lesson::left("all", 7) + lesson::left(lesson::bytes(sum(b.need)), 11) +
-              lesson::left(lesson::bytes(sum(b.ring)) + " " + pct(b.ring), 11) + " " +
-              lesson::left(lesson::bytes(sum(b.pruned)) + " " + pct(b.pruned), 13) + " " +
-              lesson::bytes(sum(b.exchange)) + " " + pct(b.exchange));
+    line(std::to_string(r), lesson::bytes(b.need[r]), lesson::bytes(b.ring[r]), lesson::bytes(b.pruned[r]),
+         lesson::bytes(b.exchange[r]));
+  line("all", lesson::bytes(sum(b.need)), lesson::bytes(sum(b.ring)), lesson::bytes(sum(b.pruned)),
+       lesson::bytes(sum(b.exchange)));
+  line("sent/need-1", "", pct(b.ring), pct(b.pruned), pct(b.exchange));
   std::cout << "\n";
   for (std::size_t r = 0; r < b.need.size(); ++r) {
     lesson::expect(b.exchange[r] == b.need[r], "the mask exchange sends each rank exactly its need");
@@ -214,7 +217,8 @@ int run_lesson(int argc, char** argv) {
               "ring's bytes are never used (MagiAttention's blog puts it at about 25%). Nothing can be pruned: "
               "every block is needed all the way round.");
   t.problem.docs = p.docs;
-  const Bytes documents = bytes_table(t, o, "documents, zigzag per document");
+  t.problem.sharding = Sharding::contiguous;
+  const Bytes documents = bytes_table(t, o, "documents, contiguous");
   t.problem.docs = DocSpec{};
   t.problem.window = W;
   t.problem.sharding = Sharding::global_zigzag;
@@ -225,14 +229,21 @@ int run_lesson(int argc, char** argv) {
     for (std::int64_t x : v) n += x;
     return n;
   };
-  lesson::say("Per-document zigzag puts a piece of every document on every rank, so each rank still needs "
-              "parts of most blocks: the ring sends " +
-              lesson::fixed(100.0 * redundancy(all(documents.ring), all(documents.need)), 1) +
-              "% more than the need, the pruned ring " +
-              lesson::fixed(100.0 * redundancy(all(documents.pruned), all(documents.need)), 1) +
-              "% more. A window of one chunk needs only the neighbours' edge rows: the pruned ring becomes a "
-              "halo exchange, each block sent at most one hop each way, and the mask exchange sends only the "
-              "W-1 rows before each of a rank's chunks.");
+  lesson::expect(all(documents.pruned) <= all(documents.ring), "documents: the pruned ring sends no more");
+  Problem per_doc_zigzag = p;  // the documents under zigzag per document need what the causal mask needs
+  std::int64_t per_doc_need = 0;
+  for (const KvNeed& n : kv_need(per_doc_zigzag)) per_doc_need += n.forward;
+  lesson::expect(per_doc_need == all(causal.need), "zigzag per document needs as much as the causal mask");
+  lesson::expect(all(windowed.pruned) <= all(windowed.ring), "window: the pruned ring sends no more");
+  lesson::say("Contiguous sharding keeps a document on one or two ranks: a rank needs only the documents "
+              "that start on an earlier rank, and the ring sends " +
+              lesson::bytes(all(documents.ring)) + " for a need of " + lesson::bytes(all(documents.need)) +
+              "; the pruned ring stops each block where the last document it holds ends (" +
+              lesson::bytes(all(documents.pruned)) +
+              "). Zigzag per document puts a piece of every document on every rank, which balances the work "
+              "(STEP 1) but needs as much as the causal mask. A window of one chunk needs only the "
+              "neighbours' edge rows: the pruned ring becomes a halo exchange, each block at most one hop each "
+              "way, and the mask exchange sends only the W-1 rows before each of a rank's chunks.");
 
   lesson::banner(4, "the check: ring runs under these masks against the reference");
   lesson::say(
