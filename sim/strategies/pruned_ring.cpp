@@ -196,12 +196,19 @@ class PrunedRing : public Strategy {
     const int M = route_.steps, next = at(rank_ + 1), prev = at(rank_ - 1);
     // One direction's state: the K/V held this step and the one coming for the next, and the accumulator sends
     // still in flight (waited after the next step's compute).
+    // Buffers are reused once free: a K/V block after its step (kv_spare), an accumulator once its send completed
+    // (acc_spare), and one scratch buffer for a block's dK/dV, of which only the block's rows are zeroed and added.
     struct Way {
-      Buffer kv, kv_next;
+      Buffer kv, kv_next, kv_spare;
       Request kv_send, kv_recv, acc_send;
       bool gets_kv = false;  // kv_next is coming for the next step
-      Buffer acc_sent;
+      Buffer acc_sent, acc_spare, scratch;
     } ways[2];
+    const auto take = [](Buffer& spare, const auto& make) {
+      Buffer b = spare.valid() ? spare : make();
+      spare = Buffer();
+      return b;
+    };
     const int sign[2] = {-1, +1};             // way 0: clockwise blocks (owner r - d), way 1: counter-clockwise (r + d)
     const int toward[2] = {prev, next};       // towards the owner
     const int from[2] = {next, prev};         // from further out
@@ -239,11 +246,11 @@ class PrunedRing : public Strategy {
         if (part && d >= 2) way.kv_send = comm_.isend(way.kv.data(), way.kv.bytes(), toward[w], kv_tag[w]);
         way.gets_kv = d - 1 >= 1 && d - 1 < hops(w, o_next);
         if (way.gets_kv) {
-          way.kv_next = alloc_kv("kv_next");
+          way.kv_next = take(way.kv_spare, [&] { return alloc_kv("kv_next"); });
           way.kv_recv = comm_.irecv(way.kv_next.data(), way.kv_next.bytes(), from[w], kv_tag[w]);
         }
         if (part && d < hops(w, o)) {
-          acc_in[w] = alloc_acc("dkv_in");
+          acc_in[w] = take(way.acc_spare, [&] { return alloc_acc("dkv_in"); });
           acc_recv[w] = comm_.irecv(acc_in[w].data(), acc_in[w].bytes(), from[w], acc_tag[w]);
         }
         any = any || part || way.kv_send.valid() || way.gets_kv;
@@ -252,22 +259,36 @@ class PrunedRing : public Strategy {
         Way& way = ways[w];
         const int o = at(rank_ + sign[w] * d);
         if (d > hops(w, o)) continue;
-        // 2. The block's dK/dV into a fresh buffer (the accumulator itself at the route's end).
-        Buffer block = alloc_acc("dkv_block");
-        backward_block(o, way.kv, dout, g.dq, block);
-        // 3. Add it to the accumulator from further out and send that on towards the owner.
-        wait(way.acc_send);
-        if (acc_in[w].valid()) {
-          wait(acc_recv[w]);
-          dev_.add(View(acc_in[w]), View(block));
-          block = acc_in[w];
+        // 2. The block's dK/dV: at the route's end straight into a zeroed accumulator, else into the scratch buffer
+        //    (its block rows zeroed first) while the accumulator from further out is still in flight.
+        const RingBlock b = visible_block(layout_, rank_, o, mask_);
+        const bool starts = !acc_in[w].valid();
+        Buffer acc;
+        if (starts) {
+          acc = take(way.acc_spare, [&] { return alloc_acc("dkv"); });
+          dev_.fill(View(acc), 0.0);
+        } else if (!way.scratch.valid()) {
+          way.scratch = dev_.alloc(kvd, accum_, Layout::bsnd, "dkv_block");
         }
-        way.acc_send = comm_.isend(block.data(), block.bytes(), toward[w], acc_tag[w]);
-        way.acc_sent = block;
+        const Buffer& block = starts ? acc : way.scratch;
+        if (!starts && b.kind != BlockKind::skipped) dev_.fill(View(block).rows(b.k0, b.nk), 0.0);
+        backward_block(o, way.kv, dout, g.dq, block);
+        // 3. Add it to the accumulator from further out and send that on towards the owner; the accumulator sent a
+        //    step ago is free again.
+        wait(way.acc_send);
+        way.acc_spare = way.acc_sent;
+        if (!starts) {
+          wait(acc_recv[w]);
+          if (b.kind != BlockKind::skipped) dev_.add(View(acc_in[w]).rows(b.k0, b.nk), View(block).rows(b.k0, b.nk));
+          acc = acc_in[w];
+        }
+        way.acc_send = comm_.isend(acc.data(), acc.bytes(), toward[w], acc_tag[w]);
+        way.acc_sent = acc;
       }
       if (!any) dev_.record_skip(Positions(), Positions(), "attention_backward");
       for (Way& way : ways) {
         wait(way.kv_send), wait(way.kv_recv);
+        way.kv_spare = way.kv;
         way.kv = way.gets_kv ? way.kv_next : Buffer();
         way.kv_next = Buffer();
         way.kv_send = Request();
