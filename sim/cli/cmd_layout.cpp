@@ -26,6 +26,7 @@ constexpr int kMaxJsonStepRanks = 64;          // per-step tables in JSON up to 
 constexpr std::int64_t kMaxGridCells = 32;
 constexpr std::int64_t kMaxLayoutWork = std::int64_t{1} << 24;  // C^2 x (documents + 1): ~10 s of counting
 constexpr std::int64_t kMaxStripedNeed = std::int64_t{1} << 24;  // striped: the need walks every row (kv_need.hpp)
+constexpr int kMaxKvRanks = 256;  // the K/V table: C^2 owner-rank pairs (the pruned ring's route)
 
 // "[0, 2), [14, 16)" for ranges, the runs' own text for strided positions; long lists end in "... (N runs)".
 std::string positions_text(const Positions& p) {
@@ -111,6 +112,11 @@ void print_kv_rows(const SeqLayout& L, const Mask& mask) {
             << cell(pct(all_pruned, all_need), 12) << all_need << "\n";
 }
 
+// Whether the K/V table is counted: more than one rank, at most kMaxKvRanks, and a striped S the need can walk.
+bool kv_table(const Problem& p, int C, std::int64_t S) {
+  return C > 1 && C <= kMaxKvRanks && (p.sharding != Sharding::striped || S <= kMaxStripedNeed);
+}
+
 int cmd_layout(const std::vector<std::string>& args) {
   po::options_description desc("cpsim layout: who owns which tokens, and the per-rank work under the mask");
   ProblemOptions o;
@@ -186,6 +192,8 @@ int cmd_layout(const std::vector<std::string>& args) {
       config["shortest_document"] = docs.shortest();
     }
     Json ranks = Json::array();
+    const bool kv = kv_table(p, C, S);
+    const RingRoute route = kv ? ring_route(L, mask) : RingRoute{};
     for (int r = 0; r < C; ++r) {
       const Positions pos = L.positions(r);
       Json rank{{"rank", r}};
@@ -200,6 +208,14 @@ int cmd_layout(const std::vector<std::string>& args) {
       }
       if (notebook) rank["chunk_blocks"] = blocks[r];
       rank["visible_pairs"] = pairs[r];
+      if (kv) {
+        // Forward K/V rows each way of moving K/V sends the rank, against its need (print_kv_rows).
+        const std::int64_t s = L.local_len();
+        rank["kv_rows"] = {{"need", needed_total(L, r, mask)},
+                           {"ring", (C - 1) * s},
+                           {"pruned_ring", route.blocks_received(r) * s},
+                           {"mask_exchange", needed_total(L, r, mask)}};
+      }
       rank["ring_blocks"] = ring[r];
       if (C <= kMaxJsonStepRanks) rank["ring_step_pairs"] = steps[r];
       ranks.push_back(std::move(rank));
@@ -273,7 +289,7 @@ int cmd_layout(const std::vector<std::string>& args) {
               << "\n";
 
   // 3. The K/V each rank needs and what each way of moving K/V sends it.
-  if (C > 1 && (p.sharding != Sharding::striped || S <= kMaxStripedNeed)) print_kv_rows(L, mask);
+  if (kv_table(p, C, S)) print_kv_rows(L, mask);
 
   // 4. Every sharding under the same mask (the name column as wide as the longest name).
   int name_w = 28;
