@@ -2,10 +2,12 @@
 // sharding, per rank and per ring step (sim/layout/work_table.hpp, by formula on the positions' runs), and the
 // check of ring runs under those masks against the single-process reference with the same mask.
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 
 #include "lessons/common/lesson.hpp"
 #include "sim/layout/work_table.hpp"
+#include "sim/strategies/kv_traffic.hpp"
 
 using namespace cpsim;
 
@@ -42,7 +44,7 @@ void print_steps(const std::vector<ShardingWork>& all, int C) {
   for (const ShardingWork& w : all) {
     if (!w.why_not.empty()) continue;
     std::string line = "  " + lesson::left(w.name, 31);
-    for (double x : step_imbalances(w.steps)) line += lesson::left(lesson::fixed(x, 2), 8);
+    for (double x : step_imbalances(w.steps)) line += lesson::left(step_imbalance_text(x), 8);
     lesson::row(line);
   }
   std::cout << "\n";
@@ -52,6 +54,56 @@ std::int64_t total(const ShardingWork& w) {
   std::int64_t n = 0;
   for (std::int64_t x : w.per_rank) n += x;
   return n;
+}
+
+// STEP 3's table: the K/V bytes each rank needs in the forward and what the ring, the pruned ring and the mask
+// exchange send it (forward runs, checked against the reference). Returns the three runs' received bytes per rank.
+struct Bytes {
+  std::vector<std::int64_t> need, ring, pruned, exchange;
+};
+Bytes bytes_table(RunConfig c, const lesson::Options& o, const std::string& label) {
+  c.backward = false;
+  c.check = true;
+  Bytes b;
+  for (const KvNeed& n : kv_need(c.problem)) b.need.push_back(n.forward);
+  const auto received = [&](StrategyKind k) {
+    c.strategy = k;
+    const RunResult r = lesson::run_and_step(c, o, false);
+    lesson::expect(r.check.passed, label + ": " + std::string(strategy_name(k)) + " matches the reference");
+    std::vector<std::int64_t> v;
+    for (const RankReport& rk : r.ranks) v.push_back(rk.stats.comm_counts().bytes_received);
+    return v;
+  };
+  b.ring = received(StrategyKind::ring);
+  b.pruned = received(StrategyKind::pruned_ring);
+  b.exchange = received(StrategyKind::mask_exchange);
+  const auto sum = [](const std::vector<std::int64_t>& v) {
+    std::int64_t n = 0;
+    for (std::int64_t x : v) n += x;
+    return n;
+  };
+  const auto pct = [&](const std::vector<std::int64_t>& v) {
+    const double x = redundancy(sum(v), sum(b.need));
+    return std::isinf(x) ? std::string("all") : lesson::fixed(100.0 * x, 1) + "%";
+  };
+  std::cout << "  " << label << ", forward: K/V bytes sent to each rank\n";
+  const auto line = [&](const std::string& a, const std::string& n, const std::string& x, const std::string& y,
+                        const std::string& z) {
+    lesson::row("  " + lesson::left(a, 12) + lesson::left(n, 11) + lesson::left(x, 11) + lesson::left(y, 13) + z);
+  };
+  line("rank", "need", "ring", "pruned_ring", "mask_exchange");
+  for (std::size_t r = 0; r < b.need.size(); ++r)
+    line(std::to_string(r), lesson::bytes(b.need[r]), lesson::bytes(b.ring[r]), lesson::bytes(b.pruned[r]),
+         lesson::bytes(b.exchange[r]));
+  line("all", lesson::bytes(sum(b.need)), lesson::bytes(sum(b.ring)), lesson::bytes(sum(b.pruned)),
+       lesson::bytes(sum(b.exchange)));
+  line("sent/need-1", "", pct(b.ring), pct(b.pruned), pct(b.exchange));
+  std::cout << "\n";
+  for (std::size_t r = 0; r < b.need.size(); ++r) {
+    lesson::expect(b.exchange[r] == b.need[r], "the mask exchange sends each rank exactly its need");
+    lesson::expect(b.need[r] <= b.pruned[r] && b.pruned[r] <= b.ring[r], "need <= pruned ring <= ring");
+  }
+  return b;
 }
 
 int run_lesson(int argc, char** argv) {
@@ -70,7 +122,7 @@ int run_lesson(int argc, char** argv) {
   const int C = p.ranks;
   const std::int64_t S = p.seq;
   o.config.strategy = StrategyKind::ring;
-  p.docs.random = 8;
+  p.docs = parse_docs("sample:8");  // 8 lengths drawn from MagiAttention's document-length distribution
   p.docs.seed = o.config.seed;
   validate(p, StrategyKind::ring);     // S % 2C == 0: the seeded lengths are multiples of 2C
   const std::int64_t W = S / (2 * C);  // STEP 2's window: shorter than a rank's S/C tokens
@@ -146,7 +198,54 @@ int run_lesson(int argc, char** argv) {
               "thin diagonal band of the same size on every rank: ring imbalance " +
               lesson::fixed(striped.ring_imbalance, 2) + ".");
 
-  lesson::banner(3, "the check: ring runs under these masks against the reference");
+  lesson::banner(3, "the bytes: what each rank needs, and what the ring sends it");
+  lesson::say(
+      "The ring skips the masked work, but every rank still sends its whole K/V block C-1 times. A rank "
+      "needs only the rows of other ranks that one of its queries sees: the need. The pruned ring "
+      "forwards a block only as far as some rank still needs it (both ways round the ring, whichever "
+      "is shorter); the mask exchange sends each rank exactly its need, straight from the owners.");
+  RunConfig t = o.config;
+  t.problem.docs = DocSpec{};
+  const std::int64_t block = 2 * p.batch * (S / C) * p.kv_heads * p.head_dim *
+                             static_cast<std::int64_t>(dtype_size(p.dtype));  // one rank's K and V
+  const Bytes causal = bytes_table(t, o, "causal, zigzag");
+  for (int r = 0; r < C; ++r)
+    lesson::expect(2 * causal.need[static_cast<std::size_t>(r)] == (2 * (C - 1) - r) * block,
+                   "causal zigzag: rank r needs C-1-r/2 blocks");
+  lesson::say("Causal zigzag: rank r needs half of each earlier rank's block (their early chunk) and all of "
+              "each later one's, C-1-r/2 blocks of the C-1 the ring sends it; in all 3/4, so a quarter of the "
+              "ring's bytes are never used (MagiAttention's blog puts it at about 25%). Nothing can be pruned: "
+              "every block is needed all the way round.");
+  t.problem.docs = p.docs;
+  t.problem.sharding = Sharding::contiguous;
+  const Bytes documents = bytes_table(t, o, "documents, contiguous");
+  t.problem.docs = DocSpec{};
+  t.problem.window = W;
+  t.problem.sharding = Sharding::global_zigzag;
+  const Bytes windowed = bytes_table(t, o, "window " + std::to_string(W) + ", zigzag");
+  for (std::int64_t x : windowed.pruned) lesson::expect(x <= 2 * block, "a window of one chunk: two blocks at most");
+  const auto all = [](const std::vector<std::int64_t>& v) {
+    std::int64_t n = 0;
+    for (std::int64_t x : v) n += x;
+    return n;
+  };
+  lesson::expect(all(documents.pruned) <= all(documents.ring), "documents: the pruned ring sends no more");
+  Problem per_doc_zigzag = p;  // the documents under zigzag per document need what the causal mask needs
+  std::int64_t per_doc_need = 0;
+  for (const KvNeed& n : kv_need(per_doc_zigzag)) per_doc_need += n.forward;
+  lesson::expect(per_doc_need == all(causal.need), "zigzag per document needs as much as the causal mask");
+  lesson::expect(all(windowed.pruned) <= all(windowed.ring), "window: the pruned ring sends no more");
+  lesson::say("Contiguous sharding keeps a document on one or two ranks: a rank needs only the documents "
+              "that start on an earlier rank, and the ring sends " +
+              lesson::bytes(all(documents.ring)) + " for a need of " + lesson::bytes(all(documents.need)) +
+              "; the pruned ring stops each block where the last document it holds ends (" +
+              lesson::bytes(all(documents.pruned)) +
+              "). Zigzag per document puts a piece of every document on every rank, which balances the work "
+              "(STEP 1) but needs as much as the causal mask. A window of one chunk needs only the "
+              "neighbours' edge rows: the pruned ring becomes a halo exchange, each block at most one hop each "
+              "way, and the mask exchange sends only the W-1 rows before each of a rank's chunks.");
+
+  lesson::banner(4, "the check: ring runs under these masks against the reference");
   lesson::say(
       "The single-process reference takes the same mask, so the check compares like with like, "
       "forward and backward.");

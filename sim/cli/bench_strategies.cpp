@@ -214,7 +214,7 @@ int bench_strategies(const std::vector<std::string>& args) {
               << " Nq=" << o.heads << " Nkv=" << configs[0].problem.kv_heads << " D=" << o.head_dim << " " << o.dtype
               << "; time = slowest rank, best of " << reps
               << " runs after a warm-up; baseline = single-process tiled kernel, one thread, same run\n\n"
-              << "      S  strategy      fwd ms   fwd+bwd ms  x baseline  pairs/rank(max)  sent/rank(max)\n";
+              << "      S  strategy       fwd ms   fwd+bwd ms  x baseline  pairs/rank(max)  sent/rank(max)\n";
   std::size_t idx = 0;
   for (auto S : seq_list) {
     Problem base = configs[idx].problem;
@@ -223,7 +223,7 @@ int bench_strategies(const std::vector<std::string>& args) {
     Timing sp;  // under mpirun, measured by rank 0 while the job's other processes wait idle
     run_on_rank0([&] { sp = best_of(reps, [&] { return single_process(base, configs[idx].seed); }); });
     if (!json)
-      fmt::printf("%7lld  %-12s %8.1f  %11.1f  %10s\n", static_cast<long long>(S), "1 process", sp.fwd_ms,
+      fmt::printf("%7lld  %-13s %8.1f  %11.1f  %10s\n", static_cast<long long>(S), "1 process", sp.fwd_ms,
                   sp.fwd_ms + sp.bwd_ms, "1.00");
     results.push_back(
         {{"seq", S}, {"strategy", "single_process"}, {"fwd_ms", sp.fwd_ms}, {"fwd_bwd_ms", sp.fwd_ms + sp.bwd_ms}});
@@ -243,7 +243,7 @@ int bench_strategies(const std::vector<std::string>& args) {
       }
       const double ratio = (t.fwd_ms + t.bwd_ms) / (sp.fwd_ms + sp.bwd_ms);
       if (!json)
-        fmt::printf("%7lld  %-12s %8.1f  %11.1f  %10.2f  %15lld  %14s\n", static_cast<long long>(S),
+        fmt::printf("%7lld  %-13s %8.1f  %11.1f  %10.2f  %15lld  %14s\n", static_cast<long long>(S),
                     std::string(strategy_name(c.strategy)).c_str(), t.fwd_ms, t.fwd_ms + t.bwd_ms, ratio,
                     static_cast<long long>(pairs), format_bytes(static_cast<double>(sent)).c_str());
       Json row{{"seq", S},
@@ -261,7 +261,7 @@ int bench_strategies(const std::vector<std::string>& args) {
         const double overhead = 100 * (m.on_ms - m.off_ms) / m.off_ms;
         const double estimate = 100 * static_cast<double>(m.busiest) * (on_ns - off_ns) * 1e-6 / m.off_ms;
         if (!json)
-          fmt::printf("%7s  %-12s untraced %.1f ms, traced %.1f ms (best of %d): %+.1f%%; recording %zu events on the "
+          fmt::printf("%7s  %-13s untraced %.1f ms, traced %.1f ms (best of %d): %+.1f%%; recording %zu events on the "
                       "busiest rank: %+.2f%%; trace %s, formatted in %.1f ms\n", "", "  trace", m.off_ms, m.on_ms,
                       kTraceReps, overhead, m.busiest, estimate, format_bytes(static_cast<double>(m.bytes)).c_str(),
                       m.write_ms);

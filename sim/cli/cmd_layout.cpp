@@ -12,7 +12,9 @@
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
 #include "sim/layout/grid.hpp"
+#include "sim/layout/kv_need.hpp"
 #include "sim/layout/work_table.hpp"
+#include "sim/strategies/pruned_ring.hpp"
 
 namespace cpsim::cli {
 namespace {
@@ -23,6 +25,8 @@ constexpr int kMaxStepColumns = 16;
 constexpr int kMaxJsonStepRanks = 64;          // per-step tables in JSON up to this C (C x C numbers each)
 constexpr std::int64_t kMaxGridCells = 32;
 constexpr std::int64_t kMaxLayoutWork = std::int64_t{1} << 24;  // C^2 x (documents + 1): ~10 s of counting
+constexpr std::int64_t kMaxStripedNeed = std::int64_t{1} << 24;  // striped: the need walks every row (kv_need.hpp)
+constexpr int kMaxKvRanks = 256;  // the K/V table: C^2 owner-rank pairs (the pruned ring's route)
 
 // "[0, 2), [14, 16)" for ranges, the runs' own text for strided positions; long lists end in "... (N runs)".
 std::string positions_text(const Positions& p) {
@@ -77,6 +81,40 @@ Json json_work(const ShardingWork& w, int ranks) {
   j["step_imbalance"] = step_imbalances(w.steps);
   if (ranks <= kMaxJsonStepRanks) j["ring_step_pairs"] = w.steps;
   return j;
+}
+
+// Forward K/V rows each rank receives: the need (rows of other ranks its queries see, kv_need.hpp), the ring's
+// (C - 1 blocks of s rows), the pruned ring's (the blocks whose route passes the rank, pruned_ring.hpp) and the mask
+// exchange's (the need), with the redundancy sent / need - 1. In bytes each row is 2 B Nkv D x the dtype's size.
+void print_kv_rows(const SeqLayout& L, const Mask& mask) {
+  const int C = L.ranks();
+  const std::int64_t s = L.local_len();
+  const RingRoute route = ring_route(L, mask);
+  const auto pct = [](std::int64_t sent, std::int64_t need) {
+    if (need == 0) return std::string(sent == 0 ? "0%" : "all");
+    return fixed2(100.0 * (static_cast<double>(sent) / static_cast<double>(need) - 1.0)) + "%";
+  };
+  std::cout << "\nK/V rows each rank receives in the forward (need: rows of other ranks its queries see;\n"
+               "redundancy: sent / need - 1; bytes: rows x 2 B Nkv D x the dtype's size; the backward moves them\n"
+               "again and returns as many dK/dV rows):\n"
+            << "rank  " << cell("need", 12) << cell("ring", 12) << cell("redundancy", 12) << cell("pruned_ring", 13)
+            << cell("redundancy", 12) << "mask_exchange\n";
+  std::int64_t all_need = 0, all_ring = 0, all_pruned = 0;
+  for (int r = 0; r < C; ++r) {
+    const std::int64_t need = needed_total(L, r, mask), ring = (C - 1) * s, pruned = route.blocks_received(r) * s;
+    all_need += need, all_ring += ring, all_pruned += pruned;
+    std::cout << cell(std::to_string(r), 6) << cell(std::to_string(need), 12) << cell(std::to_string(ring), 12)
+              << cell(pct(ring, need), 12) << cell(std::to_string(pruned), 13) << cell(pct(pruned, need), 12) << need
+              << "\n";
+  }
+  std::cout << cell("all", 6) << cell(std::to_string(all_need), 12) << cell(std::to_string(all_ring), 12)
+            << cell(pct(all_ring, all_need), 12) << cell(std::to_string(all_pruned), 13)
+            << cell(pct(all_pruned, all_need), 12) << all_need << "\n";
+}
+
+// Whether the K/V table is counted: more than one rank, at most kMaxKvRanks, and a striped S the need can walk.
+bool kv_table(const Problem& p, int C, std::int64_t S) {
+  return C > 1 && C <= kMaxKvRanks && (p.sharding != Sharding::striped || S <= kMaxStripedNeed);
 }
 
 int cmd_layout(const std::vector<std::string>& args) {
@@ -154,6 +192,8 @@ int cmd_layout(const std::vector<std::string>& args) {
       config["shortest_document"] = docs.shortest();
     }
     Json ranks = Json::array();
+    const bool kv = kv_table(p, C, S);
+    const RingRoute route = kv ? ring_route(L, mask) : RingRoute{};
     for (int r = 0; r < C; ++r) {
       const Positions pos = L.positions(r);
       Json rank{{"rank", r}};
@@ -168,6 +208,14 @@ int cmd_layout(const std::vector<std::string>& args) {
       }
       if (notebook) rank["chunk_blocks"] = blocks[r];
       rank["visible_pairs"] = pairs[r];
+      if (kv) {
+        // Forward K/V rows each way of moving K/V sends the rank, against its need (print_kv_rows).
+        const std::int64_t s = L.local_len();
+        rank["kv_rows"] = {{"need", needed_total(L, r, mask)},
+                           {"ring", (C - 1) * s},
+                           {"pruned_ring", route.blocks_received(r) * s},
+                           {"mask_exchange", needed_total(L, r, mask)}};
+      }
       rank["ring_blocks"] = ring[r];
       if (C <= kMaxJsonStepRanks) rank["ring_step_pairs"] = steps[r];
       ranks.push_back(std::move(rank));
@@ -233,14 +281,17 @@ int cmd_layout(const std::vector<std::string>& args) {
       std::cout << pairs[r] << "\n";
     }
     std::cout << cell("max/mean", 10);
-    for (double x : step_imbalances(steps)) std::cout << cell(fixed2(x), step_w);
+    for (double x : step_imbalances(steps)) std::cout << cell(step_imbalance_text(x), step_w);
     std::cout << fixed2(imbalance(pairs)) << "\n";
   }
   if (C > 1)
     std::cout << "ring imbalance (each step's busiest rank, summed, over an even split): " << fixed2(ring_imbalance(steps))
               << "\n";
 
-  // 3. Every sharding under the same mask (the name column as wide as the longest name).
+  // 3. The K/V each rank needs and what each way of moving K/V sends it.
+  if (kv_table(p, C, S)) print_kv_rows(L, mask);
+
+  // 4. Every sharding under the same mask (the name column as wide as the longest name).
   int name_w = 28;
   for (const ShardingWork& w : side) name_w = std::max(name_w, static_cast<int>(w.name.size()) + 2);
   std::vector<std::string> counts;  // the per-rank (or max and mean) cells, for one width that fits them all
@@ -280,12 +331,12 @@ int cmd_layout(const std::vector<std::string>& args) {
     for (const ShardingWork& w : side) {
       if (!w.why_not.empty()) continue;
       std::cout << left(w.name, static_cast<std::size_t>(name_w));
-      for (double x : step_imbalances(w.steps)) std::cout << cell(fixed2(x), 8);
+      for (double x : step_imbalances(w.steps)) std::cout << cell(step_imbalance_text(x), 8);
       std::cout << "\n";
     }
   }
 
-  // 4. The grid, where its cells are few enough to draw.
+  // 5. The grid, where its cells are few enough to draw.
   std::int64_t cell = grid_cell(L, mask);
   if (S % (2 * C) == 0) cell = std::gcd(cell, L.chunk_len());
   if (S / cell <= kMaxGridCells) {

@@ -58,8 +58,10 @@ struct Printer {
   // One table: a row per S, a column per strategy, the fastest marked with '*' and named at the end.
   // fastest_by: 0 forward time, 1 forward + backward time, -1 none. mark_unfit: '!' where the memory does not fit.
   void table(const std::string& title, Value value, int decimals, int fastest_by, bool mark_unfit = false) const {
+    std::size_t w = 13;  // a column: 13 wide, or one more than its longest name ("mask_exchange")
+    for (const auto& l : labels) w = std::max(w, l.size() + 1);
     std::cout << title << "\n" << right("S", 7);
-    for (const auto& l : labels) std::cout << right(l, 13);
+    for (const auto& l : labels) std::cout << right(l, w);
     std::cout << (fastest_by >= 0 ? "  fastest" : "") << "\n";
     for (std::size_t i = 0; i < spec.seqs.size(); ++i) {
       std::cout << right(size_label(spec.seqs[i]), 7);
@@ -69,7 +71,7 @@ struct Printer {
         std::string v = c.valid ? fixed(shown(c, value), decimals) : "n/a";
         if (c.valid && mark_unfit && !c.fits) v += "!";
         if (static_cast<int>(j) == best) v += "*";
-        std::cout << right(v, 13);
+        std::cout << right(v, w);
       }
       if (fastest_by >= 0) std::cout << "  " << label_of(best);
       std::cout << "\n";

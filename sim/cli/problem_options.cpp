@@ -44,7 +44,9 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
                        "refused before it starts (default: what this machine has left: MemAvailable, the cgroup "
                        "limit, ulimit -v)");
   add(kFlagDocs, "docs", &o.docs,
-      "documents packed into the sequence: L1,L2,... (lengths; S is their sum) or random:K (K seeded lengths)");
+      "documents packed into the sequence: L1,L2,... (lengths; S is their sum), random:K (K seeded lengths), "
+      "sample:K (K lengths drawn from MagiAttention's document-length distribution, scaled to S) or "
+      "sample:K:FILE (from a distribution of your own in the same CSV format)");
   add_switch(kFlagPadDocs, "pad-docs",
              "pad each document to a multiple of 2C for per-document zigzag (the padding is left out of the check)");
   add_size(kFlagWindow, "window", &o.window, "sliding window W: a query sees the W latest keys (0: no window)");
@@ -69,6 +71,9 @@ ProblemOptions problem_options(const RunConfig& c) {
   o.timeout_s = static_cast<double>(c.timeout.count()) / 1000;
   if (c.memory_limit > 0) o.memory_limit = std::to_string(c.memory_limit);
   if (p.docs.random > 0) o.docs = "random:" + std::to_string(p.docs.random);
+  if (p.docs.sample > 0)
+    o.docs = "sample:" + std::to_string(p.docs.sample) +
+             (p.docs.distribution_file.empty() ? "" : ":" + p.docs.distribution_file);
   for (std::int64_t L : p.docs.lengths) o.docs += (o.docs.empty() ? "" : ",") + std::to_string(L);
   o.window = p.window;
   o.chunk = p.chunk;

@@ -1,5 +1,7 @@
 #include "sim/layout/work_table.hpp"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -81,10 +83,21 @@ std::vector<double> step_imbalances(const std::vector<std::vector<std::int64_t>>
   if (steps.empty()) return out;
   for (std::size_t i = 0; i < steps.front().size(); ++i) {
     std::vector<double> col;
-    for (const auto& rank : steps) col.push_back(static_cast<double>(rank[i]));
-    out.push_back(imbalance(col));
+    bool any = false;
+    for (const auto& rank : steps) {
+      col.push_back(static_cast<double>(rank[i]));
+      any = any || rank[i] > 0;
+    }
+    out.push_back(any ? imbalance(col) : 0.0);
   }
   return out;
+}
+
+std::string step_imbalance_text(double x) {
+  if (x == 0) return "skip";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", x);
+  return buf;
 }
 
 std::vector<ShardingWork> compare_shardings(int ranks, std::int64_t seq, const LayoutOptions& opt) {

@@ -32,8 +32,11 @@ double imbalance(const std::vector<std::int64_t>& per_rank);
 // The ring's imbalance: every step lasts as long as its busiest rank, so the ring takes sum_i max_r pairs[r][i]
 // where a perfect split would take sum / C.
 double ring_imbalance(const std::vector<std::vector<std::int64_t>>& step_pairs);
-// Per step i: max_r pairs[r][i] / mean_r pairs[r][i] (1 where no rank works at that step).
+// Per step i: max_r pairs[r][i] / mean_r pairs[r][i]; 0 where no rank works at that step (a skipped step, which
+// tables show as "skip", not as a balanced 1.00).
 std::vector<double> step_imbalances(const std::vector<std::vector<std::int64_t>>& step_pairs);
+// "1.23", or "skip" for a step where no rank works (step_imbalances' 0).
+std::string step_imbalance_text(double x);
 
 // One sharding's work under a mask: per rank, per ring step, and the imbalances; or why it does not exist here.
 struct ShardingWork {

@@ -14,6 +14,11 @@ std::vector<Candidate> plan_candidates(const Problem& p) {
   if (C > 1) choices.push_back({StrategyKind::ulysses, 0});
   for (int A = 2; A < C; ++A)
     if (C % A == 0) choices.push_back({StrategyKind::hybrid, A});
+  // Every other strategy (the pruned ring, the mask exchange, ...), after the ones above.
+  for (StrategyKind k : all_strategies())
+    if (k != StrategyKind::all_gather && k != StrategyKind::ring && k != StrategyKind::ulysses &&
+        k != StrategyKind::hybrid && C > 1)
+      choices.push_back({k, 0});
   std::vector<Candidate> out;
   for (const Sharding sharding : {Sharding::zigzag, Sharding::contiguous})
     for (const StrategyChoice& c : choices) {

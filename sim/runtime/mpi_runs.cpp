@@ -38,6 +38,9 @@ std::string encode_run(const RunConfig& c) {
   w.put(p.docs.random);
   w.put(p.docs.seed);
   w.put(p.docs.pad);
+  w.put(p.docs.sample);
+  w.put(p.docs.distribution);
+  w.put(p.docs.distribution_file);
   w.put(p.window);
   w.put(p.chunk);
   w.put(static_cast<std::uint8_t>(c.backend));
@@ -71,6 +74,9 @@ RunConfig decode_run(const std::string& bytes) {
   r.get(p.docs.random);
   r.get(p.docs.seed);
   r.get(p.docs.pad);
+  r.get(p.docs.sample);
+  r.get(p.docs.distribution);
+  r.get(p.docs.distribution_file);
   r.get(p.window);
   r.get(p.chunk);
   c.backend = static_cast<Backend>(r.get<std::uint8_t>());

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/core/columns.hpp"
+#include "sim/strategies/kv_traffic.hpp"
 
 namespace cpsim {
 
@@ -37,6 +38,39 @@ double phase_ms(const Recorder& rec, const std::string& phase) {
 }
 
 }  // namespace
+
+std::string format_need(const RunResult& r) {
+  const RunConfig& cfg = r.config;
+  const std::vector<KvNeed> need = kv_need(cfg.problem);
+  const bool compared = moves_only_kv(cfg.strategy);
+  std::ostringstream os;
+  os << "K/V each rank needs: the rows of other ranks its queries see"
+     << (cfg.backward ? " (the backward: again, and the dK/dV of its\nown rows from the ranks that see them)" : "")
+     << (compared ? "; and the bytes the strategy sent it:\n" : ":\n");
+  os << "  rank  need        " << (compared ? "sent to it  redundancy (sent/need - 1)" : "") << "\n";
+  std::int64_t all_need = 0, all_sent = 0;
+  for (const RankReport& rk : r.ranks) {
+    const std::int64_t n = need[static_cast<std::size_t>(rk.rank)].total(cfg.backward);
+    const std::int64_t sent = rk.stats.comm_counts().bytes_received;
+    all_need += n;
+    all_sent += sent;
+    os << "  " << left(std::to_string(rk.rank), 6) << left(format_bytes(static_cast<double>(n)), 12);
+    if (compared) os << left(format_bytes(static_cast<double>(sent)), 12) << redundancy_text(redundancy(sent, n));
+    os << "\n";
+  }
+  if (compared)
+    os << "  all   " << left(format_bytes(static_cast<double>(all_need)), 12)
+       << left(format_bytes(static_cast<double>(all_sent)), 12) << redundancy_text(redundancy(all_sent, all_need))
+       << "\n";
+  else
+    os << "  (" << strategy_name(cfg.strategy) << " moves Q and outputs as well: its bytes are not compared)\n";
+  return os.str();
+}
+
+std::string redundancy_text(double x) {
+  if (std::isinf(x)) return "all redundant (need 0)";
+  return fmt("%.1f%%", 100.0 * x);
+}
 
 std::string format_check(const RunResult& r) {
   const CheckReport& c = r.check;
@@ -97,6 +131,7 @@ std::string format_report(const RunResult& r) {
   os << "pairs: visible query-key pairs x heads x batch, the unit cpsim counts work in\n"
      << "wait ms: time stopped waiting for a transfer or a collective; part of "
      << (cfg.backward ? "fwd ms and bwd ms" : "fwd ms") << " (and of the set-up), not added\n";
+  os << "\n" << format_need(r);
   os << "\nCalls per rank:\n";
   for (const RankReport& rk : r.ranks) os << "  rank " << rk.rank << ": " << calls_text(rk.stats.comm_counts()) << "\n";
 
@@ -178,9 +213,20 @@ Json run_json(const RunResult& r) {
   c["seed"] = static_cast<std::int64_t>(cfg.seed);
   if (!cfg.machine.empty()) c["machine"] = cfg.machine;  // modeled, not measured
   Json j{{"config", std::move(c)}, {"ranks", Json::array()}};
+  // The K/V need and, per owner, the rows needed and sent in the forward (kv_traffic.hpp), up to 64 ranks.
+  const std::vector<KvNeed> need = kv_need(p);
+  const bool per_owner = p.ranks <= 64;
+  const auto needed = per_owner ? kv_rows_needed(p) : std::vector<std::vector<std::int64_t>>{};
+  const auto sent = per_owner ? kv_rows_sent(p, cfg.strategy) : std::vector<std::vector<std::int64_t>>{};
   for (const RankReport& rk : r.ranks) {
     const Recorder& s = rk.stats;
     Json rank{{"rank", rk.rank}, {"position_runs", runs_json(rk.positions.runs())}};
+    const auto i = static_cast<std::size_t>(rk.rank);
+    rank["kv_need_bytes"] = need[i].total(cfg.backward);
+    if (per_owner) {
+      rank["kv_rows_needed"] = needed[i];
+      if (moves_only_kv(cfg.strategy)) rank["kv_rows_sent"] = sent[i];
+    }
     rank["positions_text"] = rk.positions.text();
     Json& work = rank["work"] = Json::object();
     for (const char* phase : {"forward", "backward"}) {

@@ -14,6 +14,8 @@ std::unique_ptr<Strategy> make_all_gather(Communicator& comm, Device& dev, const
 std::unique_ptr<Strategy> make_ulysses(Communicator& comm, Device& dev, const Problem& p);
 std::unique_ptr<Strategy> make_ring(Communicator& comm, Device& dev, const Problem& p);
 std::unique_ptr<Strategy> make_hybrid(Communicator& comm, Device& dev, const Problem& p);
+std::unique_ptr<Strategy> make_pruned_ring(Communicator& comm, Device& dev, const Problem& p);
+std::unique_ptr<Strategy> make_mask_exchange(Communicator& comm, Device& dev, const Problem& p);
 
 std::string_view strategy_name(StrategyKind k) {
   switch (k) {
@@ -25,6 +27,10 @@ std::string_view strategy_name(StrategyKind k) {
       return "ring";
     case StrategyKind::hybrid:
       return "hybrid";
+    case StrategyKind::pruned_ring:
+      return "pruned_ring";
+    case StrategyKind::mask_exchange:
+      return "mask_exchange";
   }
   return "?";
 }
@@ -35,12 +41,13 @@ StrategyKind parse_strategy(std::string_view s) {
   if (s == "a2a" || s == "all_to_all") return StrategyKind::ulysses;
   if (s == "p2p") return StrategyKind::ring;
   throw UsageError("unknown strategy '" + std::string(s) + "'",
-                   {Fix{{"--strategy all_gather, ulysses, ring or hybrid"},
-                        "the strategies are all_gather, ulysses, ring and hybrid"}});
+                   {Fix{{"--strategy all_gather, ulysses, ring, hybrid, pruned_ring or mask_exchange"},
+                        "the strategies are all_gather, ulysses, ring, hybrid, pruned_ring and mask_exchange"}});
 }
 
 std::vector<StrategyKind> all_strategies() {
-  return {StrategyKind::all_gather, StrategyKind::ulysses, StrategyKind::ring, StrategyKind::hybrid};
+  return {StrategyKind::all_gather, StrategyKind::ulysses,     StrategyKind::ring,
+          StrategyKind::hybrid,     StrategyKind::pruned_ring, StrategyKind::mask_exchange};
 }
 
 Documents Problem::documents() const {
@@ -60,7 +67,11 @@ SeqLayout Problem::layout() const {
 }
 
 int Problem::lse_merges(StrategyKind k) const {
-  if (k != StrategyKind::ring && k != StrategyKind::hybrid) return 0;
+  // The pruned ring merges at most as often as the ring; the mask exchange merges one partial per stage after its
+  // first, at most C - 1.
+  if (k != StrategyKind::ring && k != StrategyKind::hybrid && k != StrategyKind::pruned_ring &&
+      k != StrategyKind::mask_exchange)
+    return 0;
   return std::max(0, ranks / std::max(1, a2a_size(k)) - 1);
 }
 
@@ -209,6 +220,10 @@ std::unique_ptr<Strategy> make_strategy(const ValidProblem& valid, Communicator&
       return make_ring(comm, dev, p);
     case StrategyKind::hybrid:
       return make_hybrid(comm, dev, p);
+    case StrategyKind::pruned_ring:
+      return make_pruned_ring(comm, dev, p);
+    case StrategyKind::mask_exchange:
+      return make_mask_exchange(comm, dev, p);
   }
   throw Error("unknown strategy");
 }

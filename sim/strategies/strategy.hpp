@@ -26,7 +26,9 @@
 
 namespace cpsim {
 
-enum class StrategyKind { all_gather, ulysses, ring, hybrid };
+// pruned_ring: the ring that forwards a K/V block only as far as some rank still sees it (pruned_ring.hpp);
+// mask_exchange: each rank receives exactly the K/V rows its queries see, from their owners (mask_exchange.hpp).
+enum class StrategyKind { all_gather, ulysses, ring, hybrid, pruned_ring, mask_exchange };
 std::string_view strategy_name(StrategyKind k);
 StrategyKind parse_strategy(std::string_view s);  // throws UsageError listing the accepted names
 std::vector<StrategyKind> all_strategies();

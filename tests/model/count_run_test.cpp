@@ -4,9 +4,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
+#include "sim/model/clock.hpp"
 #include "sim/model/counting_device.hpp"
+#include "sim/model/machine.hpp"
 #include "sim/runtime/run.hpp"
 
 using namespace cpsim;
@@ -78,7 +81,8 @@ TEST_CASE("a counting run reports the numeric run's work, calls, bytes and peak 
       {StrategyKind::all_gather, 4, 0, false}, {StrategyKind::ulysses, 2, 0, false},
       {StrategyKind::ulysses, 4, 0, true},     {StrategyKind::ring, 4, 0, false},
       {StrategyKind::ring, 3, 0, false},       {StrategyKind::hybrid, 4, 2, false},
-      {StrategyKind::hybrid, 8, 4, true},
+      {StrategyKind::hybrid, 8, 4, true},      {StrategyKind::pruned_ring, 4, 0, false},
+      {StrategyKind::mask_exchange, 3, 0, false},
   };
   for (const Case& c : cases)
     for (Sharding sh : {Sharding::zigzag, Sharding::contiguous})
@@ -99,7 +103,9 @@ TEST_CASE("under documents and a window the counting run reports the numeric run
   const Case cases[] = {{StrategyKind::all_gather, 4, 0, false},
                         {StrategyKind::ulysses, 4, 0, true},
                         {StrategyKind::ring, 4, 0, false},
-                        {StrategyKind::hybrid, 4, 2, false}};
+                        {StrategyKind::hybrid, 4, 2, false},
+                        {StrategyKind::pruned_ring, 4, 0, false},
+                        {StrategyKind::mask_exchange, 4, 0, false}};
   for (const Case& c : cases)
     for (Sharding sh : {Sharding::zigzag, Sharding::striped, Sharding::balanced})
       for (std::int64_t W : {0, 24}) {
@@ -185,4 +191,30 @@ TEST_CASE("the counting device keeps a bf16 log-sum-exp in f32, as the GPU does,
       CHECK(op.bytes == 3 * 2 * out + 3 * 4 * lse);
     }
   CHECK(merges == 1);
+}
+
+TEST_CASE("the clock sees what pruning saves: under a window of one chunk the pruned ring and the exchange beat the ring") {
+  // 8 ranks on one H100 node, bf16, S = 64K, a window of S/2C = 4096 tokens: a rank needs its two neighbours only.
+  Problem p;
+  p.ranks = 8;
+  p.seq = 64 << 10;
+  p.heads = p.kv_heads = 8;
+  p.head_dim = 128;
+  p.dtype = DType::bf16;
+  p.window = p.seq / (2 * p.ranks);
+  const Machine m = load_machine("h100-sxm-8");
+  double total[3] = {};
+  std::int64_t received[3] = {};
+  const StrategyKind kinds[3] = {StrategyKind::ring, StrategyKind::pruned_ring, StrategyKind::mask_exchange};
+  for (int i = 0; i < 3; ++i) {
+    const CountResult c = count_run(p, kinds[i], {.backward = true, .slots = 2, .step_work = false});
+    total[i] = simulate(c.programs, m).total_us;
+    for (const Recorder& r : c.ranks) received[i] = std::max(received[i], r.comm_counts().bytes_received);
+  }
+  const std::int64_t block = 2 * (p.seq / p.ranks) * p.kv_heads * p.head_dim * 2;  // one rank's K and V, bf16
+  CHECK(received[0] == 2 * (p.ranks - 1) * block + (p.ranks - 1) * 2 * block);  // K/V twice, dK/dV in f32
+  CHECK(received[1] <= 2 * block + 2 * 2 * block);  // two blocks forward, their dK/dV back (the far end keeps K/V)
+  CHECK(received[2] < received[1]);                 // rows, not blocks
+  CHECK(total[1] < total[0]);
+  CHECK(total[2] < total[0]);
 }

@@ -37,7 +37,7 @@ cpsim_mpi_test(run.ring_check ${_expect} 0 "^PASSED$" once --
 cpsim_mpi_test(run.hybrid_check ${_expect} 0 "^PASSED$" once --
                ${_mpirun} ${_cpsim} run --backend mpi --strategy hybrid --a2a 2 ${_shape})
 # Masks on MPI: documents under per-document zigzag, a window under striped, forward and backward (issue 19).
-foreach(_strategy all_gather ulysses ring hybrid)
+foreach(_strategy all_gather ulysses ring hybrid pruned_ring mask_exchange)
   set(_extra)
   if(_strategy STREQUAL "ulysses")
     set(_extra --kv-replicate)  # Nkv = 2 over 4 ranks

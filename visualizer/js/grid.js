@@ -15,6 +15,11 @@ const EXPLAIN = {
       'chunk can see. No merge is needed; the price is full-length K/V on every rank.',
   hybrid: 'All-to-all inside groups of A ranks, then a ring across the R groups: a tile is computed by the A ' +
       'ranks of one group (A stripes, one group of heads each), and the ring moves which tiles each group sees.',
+  pruned_ring: 'The ring, but a K/V block travels only as far as some rank still sees it, clockwise or the other ' +
+      'way round, whichever is shorter: under a window it becomes an exchange with the neighbours, and blocks ' +
+      'no rank sees are never sent.',
+  mask_exchange: 'Every rank receives from each owner exactly the K/V rows its queries see, one stage per owner, ' +
+      'computing each stage while the next arrives; in the backward the dK/dV partial sums go back to the owners.',
 };
 
 ns.renderGrid = function(section, model, state) {
@@ -326,7 +331,46 @@ ns.renderGrid = function(section, model, state) {
       'p', {}, side,
       'Rows are query chunks, columns key chunks; the strips along the axes show which rank owns ' +
           'each chunk (' + cfg.sharding + ' sharding). Hover a tile for its positions.');
+  kvTraffic(side, model);
 };
+
+// Which K/V travels where in the forward: for every receiving rank (rows) and owner (columns), the rows of the
+// owner's K/V its queries see (the need) and the rows the strategy sends it (run.ranks[].kv_rows_needed and
+// kv_rows_sent, sim/strategies/kv_traffic.hpp). Sent and needed, sent for nothing, or never sent.
+function kvTraffic(side, model) {
+  const ranks = model.run.ranks, C = model.ranks.length;
+  if (!ranks.length || !ranks.every((r) => Array.isArray(r.kv_rows_needed) && Array.isArray(r.kv_rows_sent))) return;
+  ns.html('h3', {}, side, 'Which K/V blocks travel to which rank');
+  let needed = 0, redundant = 0, never = 0;
+  const table = ns.html('table', {class: 'ranks kv-traffic', id: 'kv-traffic'}, side);
+  const head = ns.html('tr', {}, ns.html('thead', {}, table));
+  ns.html('th', {}, head, 'to \\ from');
+  for (let o = 0; o < C; ++o) ns.html('th', {}, head, 'rank ' + o);
+  const body = ns.html('tbody', {}, table);
+  for (const st of [...ranks].sort((a, b) => a.rank - b.rank)) {
+    const tr = ns.html('tr', {}, body);
+    const c0 = ns.html('td', {}, tr);
+    ns.html('span', {class: 'swatch', style: 'background:' + ns.rankColor(st.rank, C)}, c0);
+    c0.appendChild(document.createTextNode(' ' + st.rank));
+    for (let o = 0; o < C; ++o) {
+      const need = st.kv_rows_needed[o] || 0, sent = st.kv_rows_sent[o] || 0;
+      const kind = o === st.rank ? 'own' : sent > 0 && need > 0 ? 'needed' : sent > 0 ? 'redundant' : 'never';
+      if (kind === 'needed') ++needed;
+      if (kind === 'redundant') ++redundant;
+      if (kind === 'never') ++never;
+      const text = kind === 'own' ? '\u2013' : kind === 'never' ? 'never sent' : sent + ' rows (' + need + ' seen)';
+      ns.html('td', {class: 'num kv-' + kind, 'data-kv': kind}, tr, text);
+    }
+  }
+  table.setAttribute('data-kv-needed', needed);
+  table.setAttribute('data-kv-redundant', redundant);
+  table.setAttribute('data-kv-never', never);
+  ns.html(
+      'p', {class: 'hint'}, side,
+      'Forward K/V rows of each owner (columns) sent to each rank (rows), against the rows its queries see: ' +
+          'green where sent and seen, orange where sent but no query sees them, grey where never sent. ' +
+          needed + ' blocks travel where they are needed, ' + redundant + ' for nothing, ' + never + ' never.');
+}
 
 // The masked part of a partly masked tile, one strip per pixel row: the keys left of lo(q) and right of hi(q) of
 // the row's middle query, whitened.

@@ -115,7 +115,9 @@ ns.renderTimeline = function(section, model, state, suffix = '') {
           'data-compute': rk.lanes.compute.length,
           'data-comm': rk.lanes.comm.length,
           'data-idle': rk.lanes.idle.length,
-          'data-steps': rk.lanes.steps.filter((e) => e.cat === 'step').length
+          'data-steps': rk.lanes.steps.filter((e) => e.cat === 'step').length,
+          'data-skipped-steps':
+              rk.lanes.steps.filter((e) => e.cat === 'step' && isSkipped(rk, e.args.phase, e.args.step)).length
         },
         rows);
     ns.svg('rect', {x: 0, y: y0 - 3, width: width, height: rowH + 6, fill: r2bg(rk.rank)}, g);
@@ -150,14 +152,20 @@ ns.renderTimeline = function(section, model, state, suffix = '') {
             body);
         continue;
       }
-      const el = rect(e, 'steps', '#fff', {stroke: '#9aa6b2', 'stroke-width': 0.6, style: 'cursor: zoom-in'});
+      // A step where this rank computes nothing and sends or receives nothing is skipped (a pruned ring's far
+      // steps, a window's masked blocks): drawn grey and labelled so, not as a step of work.
+      const skipped = isSkipped(rk, e.args.phase, e.args.step);
+      const el = rect(
+          e, 'steps', skipped ? '#e3e7ec' : '#fff',
+          {stroke: '#9aa6b2', 'stroke-width': 0.6, style: 'cursor: zoom-in', class: 'ev step' + (skipped ? ' skipped' : '')});
       el.addEventListener('click', () => {
         if (!state.dragged) setRange(e.ts - e.dur * 0.03, e.ts + e.dur * 1.03);
       });
       const w = x(e.ts + e.dur) - x(e.ts);
-      const label = w > 70 ? e.args.phase + ' ' + e.args.step :
-          w > 22           ? (e.args.phase || '?')[0].toUpperCase() + e.args.step :
-                             '';
+      const label = (w > 70 ? e.args.phase + ' ' + e.args.step :
+          w > 22            ? (e.args.phase || '?')[0].toUpperCase() + e.args.step :
+                              '') +
+          (skipped && w > 70 ? ' skipped' : '');
       if (label)
         ns.svg(
             'text', {
@@ -233,4 +241,9 @@ ns.renderTimeline = function(section, model, state, suffix = '') {
   svg.addEventListener('dblclick', fit);
   draw();
 };
+// Whether a rank did nothing at a step: no attention call with a visible pair, no transfer.
+function isSkipped(rk, phase, step) {
+  const at = (e) => e.args.phase === phase && e.args.step === step;
+  return !rk.lanes.compute.some((e) => at(e) && e.args.pairs > 0) && !rk.lanes.comm.some(at);
+}
 })(window.cpsim);
