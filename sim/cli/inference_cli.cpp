@@ -65,9 +65,9 @@ std::vector<std::pair<int, model::InferenceTime>> decode_by_ranks(InferenceProbl
 
 constexpr std::int64_t kDecodeMost = 64;  // decode is offered up to this many new tokens (inference.cpp)
 
-model::Machine inference_machine(const ModelShapeOptions& shape, const InferenceFlags& f) {
+model::Machine inference_machine(const ModelShapeOptions& shape, const InferenceFlags& f, const po::variables_map& vm) {
   model::Machine m = model::load_machine(shape.machine);
-  return f.ranks_per_node > 0 ? model::with_ranks_per_node(m, f.ranks_per_node) : m;
+  return vm.count("ranks-per-node") ? model::with_ranks_per_node(m, f.ranks_per_node) : m;
 }
 
 }  // namespace
@@ -119,7 +119,7 @@ int predict_inference_command(const ModelShapeOptions& shape, const InferenceFla
   require(vm.count("new-tokens") > 0, "an inference shape needs the step's new tokens", Fix{{"--new-tokens 16K"}});
   refuse_given(vm, {"seq", "seqs", "strategies", "sensitivity", "trace", "html", "compare", "sharding", "kv-replicate",
                     "full"});
-  const model::Machine m = inference_machine(shape, f);
+  const model::Machine m = inference_machine(shape, f, vm);
   const InferenceProblem p = inference_problem(model_problem(shape, vm, 0, m), f);
   const model::PrefillChoice c = model::choose_prefill(p, m);
   const bool decode = p.new_tokens <= kDecodeMost;
@@ -170,7 +170,7 @@ int predict_inference_command(const ModelShapeOptions& shape, const InferenceFla
 int plan_inference_command(const ModelShapeOptions& shape, const InferenceFlags& f, const po::variables_map& vm) {
   require(vm.count("new-tokens") > 0, "an inference shape needs the step's new tokens", Fix{{"--new-tokens 16K"}});
   refuse_given(vm, {"seq", "layers", "hidden", "top", "full"});
-  const model::Machine m = inference_machine(shape, f);
+  const model::Machine m = inference_machine(shape, f, vm);
   const InferenceProblem p = inference_problem(model_problem(shape, vm, 0, m), f);
   const model::PrefillChoice c = model::choose_prefill(p, m);
   const bool decode = p.new_tokens <= kDecodeMost;

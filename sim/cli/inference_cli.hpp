@@ -12,7 +12,7 @@ namespace cpsim::cli {
 
 struct InferenceFlags {
   std::int64_t new_tokens = 0, cached = 0;
-  int ranks_per_node = 0;  // predict, plan: 0 keeps the machine's
+  int ranks_per_node = 0;  // predict, plan: --ranks-per-node, when given
 };
 
 // --new-tokens, --cached; with `model` (predict, plan) also --ranks-per-node.

@@ -45,6 +45,8 @@ PrefillChoice choose_prefill(const InferenceProblem& p, const Machine& m) {
   const Link& link = m.nodes_for(p.ranks) > 1 ? m.inter : m.intra;
   c.kv_step_us = p.ranks > 1 ? link.latency_us + kv_bytes / (link.p2p_gbps * 1e3) : 0;
   c.block_us = c.pass_kv.compute_us / p.ranks;
+  const double F = m.curves_for(p.head_dim).forward_full.tflops * 1e12, BW = link.p2p_gbps * 1e9;
+  c.peak_tokens = p.ranks > 1 ? p.ranks * Nkv * static_cast<double>(dtype_size(p.dtype)) * F / (2 * Nq * BW) : 0;
   const auto pct = [](double x) { return fmt::format("{:.1f}%", 100 * x); };
   const auto ms = [](double us) { return fmt::format("{:.3f} ms", us / 1e3); };
   c.reasons.push_back("message size: the new tokens are " + pct(c.new_share) +
@@ -58,6 +60,11 @@ PrefillChoice choose_prefill(const InferenceProblem& p, const Machine& m) {
                       ms(c.block_us) + (c.kv_step_us <= c.block_us ? " (hidden)" : " (not hidden)") +
                       "; pass-Q's all-to-all of the partials hides behind nothing (exposed " +
                       ms(c.pass_q.exposed_us) + ", pass-KV " + ms(c.pass_kv.exposed_us) + ")");
+  c.reasons.push_back("overlap at the kernel's peak rate (" + fmt::format("{:.0f}", F / 1e12) +
+                      " TFLOP/s): pass-KV hides its transfer from T >= C Nkv e F / (2 Nq BW) = " +
+                      fmt::format("{:.0f}", c.peak_tokens) + " new tokens (" +
+                      pct(c.peak_tokens / static_cast<double>(p.seq())) + " of T+P); here T = " +
+                      std::to_string(p.new_tokens));
   c.reasons.push_back("modeled on " + m.name + ": pass-KV " + ms(c.pass_kv.us) + ", pass-Q " + ms(c.pass_q.us) +
                       ": " + std::string(inference_name(c.choice)) + " is faster");
   return c;

@@ -9,7 +9,11 @@
 //      bytes in all when T Nq (2D + 1) < 2 (T+P) Nkv D, i.e.  T/(T+P) < 2 Nkv D / (Nq (2D + 1))  (about Nkv / Nq)
 //   3. overlap: pass-KV's transfer of one step ((T+P)/C tokens of K/V on the link) hides behind the step's block
 //      (T/C queries over (T+P)/C keys) when the block takes longer; pass-Q's all-to-all of the partials hides
-//      behind nothing
+//      behind nothing. With the kernel at its peak rate F on every block (the paper's condition) the block takes
+//      4 D Nq (T/C) ((T+P)/C) / F and the transfer 2 (T+P)/C Nkv D e / BW, so pass-KV hides from
+//        T >= C Nkv e F / (2 Nq BW)
+//      The clock's kernel is slower on small blocks (a block of fewer tiles than SMs still takes a whole wave), so
+//      its blocks hide the transfer from fewer new tokens than that.
 //   4. the modeled times of both (the slowest rank's forward), which weigh all of the above: the choice
 // Decode: the modeled time of one decode step (T new tokens per sequence), and per token.
 #pragma once
@@ -42,6 +46,7 @@ struct PrefillChoice {
   double bytes_bound = 0;    // 2 Nkv D / (Nq (2D + 1))         (condition 2)
   double kv_step_us = 0;     // one K/V message on the ring's link, latency included (condition 3)
   double block_us = 0;       // pass-KV's attention per step, modeled (its compute / C)
+  double peak_tokens = 0;    // T >= this hides pass-KV's transfer at the kernel's peak rate (condition 3)
   std::vector<std::string> reasons;  // one line per condition, in order
 };
 PrefillChoice choose_prefill(const InferenceProblem& p, const Machine& m);
