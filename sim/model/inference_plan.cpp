@@ -60,8 +60,8 @@ PrefillChoice choose_prefill(const InferenceProblem& p, const Machine& m) {
                       ms(c.block_us) + (c.kv_step_us <= c.block_us ? " (hidden)" : " (not hidden)") +
                       "; pass-Q's all-to-all of the partials hides behind nothing (exposed " +
                       ms(c.pass_q.exposed_us) + ", pass-KV " + ms(c.pass_kv.exposed_us) + ")");
-  c.reasons.push_back("overlap at the kernel's peak rate (" + fmt::format("{:.0f}", F / 1e12) +
-                      " TFLOP/s): pass-KV hides its transfer from T >= C Nkv e F / (2 Nq BW) = " +
+  c.reasons.push_back("overlap at the kernel's peak rate (F = " + fmt::format("{:.0f}", F / 1e12) +
+                      " TFLOP/s, BW = " + fmt::format("{:.1f}", BW / 1e9) + " GB/s): pass-KV hides its transfer from T >= C Nkv e F / (2 Nq BW) = " +
                       fmt::format("{:.0f}", c.peak_tokens) + " new tokens (" +
                       pct(c.peak_tokens / static_cast<double>(p.seq())) + " of T+P); here T = " +
                       std::to_string(p.new_tokens));
