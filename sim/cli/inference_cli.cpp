@@ -8,7 +8,9 @@
 #include "sim/core/json.hpp"
 #include "sim/core/sizes.hpp"
 #include "sim/model/inference_plan.hpp"
+#include "sim/os/output_file.hpp"
 #include "sim/runtime/inference_run.hpp"
+#include "sim/runtime/trace.hpp"
 
 namespace cpsim::cli {
 
@@ -94,7 +96,12 @@ int run_inference_command(const ProblemOptions& o, const InferenceFlags& f, cons
   require(vm.count("new-tokens") > 0, "the inference strategy " + o.strategy + " needs the step's new tokens",
           Fix{{"--new-tokens 16 --cached 48"}});
   refuse_given(vm, {"backward", "seq", "sharding", "a2a", "kv-replicate", "full", "docs", "pad-docs", "window",
-                    "chunk", "kernel", "dump", "trace", "html", "bench-json", "compare", "memory-limit"});
+                    "chunk", "kernel", "dump", "bench-json", "compare", "memory-limit"});
+  const std::string trace = vm.count("trace") ? vm["trace"].as<std::string>() : "",
+                    html = vm.count("html") ? vm["html"].as<std::string>() : "";
+  check_output("trace", trace);
+  check_output("html", html);
+  if (!html.empty()) visualizer_dir();  // the page's files must be there before the run starts
   RunConfig base;
   apply_problem_options(o, vm,
                         kFlagRanks | kFlagBatch | kFlagHeads | kFlagKvHeads | kFlagHeadDim | kFlagDtype | kFlagBackend |
@@ -107,11 +114,17 @@ int run_inference_command(const ProblemOptions& o, const InferenceFlags& f, cons
   cfg.seed = base.seed;
   cfg.timeout = base.timeout;
   cfg.check = vm.count("check") > 0;
+  cfg.tracing = !trace.empty() || !html.empty();
   const InferenceRunResult r = run_inference(cfg);
+  if (!trace.empty()) write_file(trace, inference_trace_json(r));
+  if (!html.empty()) write_file(html, html_page(inference_trace_json(r)));
   if (vm.count("json"))
     std::cout << json_text(inference_run_json(r)) << "\n";
   else
     std::cout << format_inference_report(r);
+  if (!trace.empty() && !vm.count("json"))
+    std::cout << "\nWrote the trace to " << trace << " (open it in visualizer/index.html)\n";
+  if (!html.empty() && !vm.count("json")) std::cout << "\nWrote the visualizer page to " << html << " (open it in a browser)\n";
   return r.check.ran && !r.check.passed ? 1 : 0;
 }
 

@@ -15,6 +15,7 @@
 #include "sim/model/inference_count.hpp"
 #include "sim/runtime/inputs.hpp"
 #include "sim/runtime/report.hpp"
+#include "sim/runtime/trace.hpp"
 
 namespace cpsim {
 
@@ -214,6 +215,58 @@ Json inference_run_json(const InferenceRunResult& r) {
          {"wall_ms", r.wall_ms}};
   if (r.check.ran) j["check"] = check_json(r.check);
   return j;
+}
+
+std::string inference_trace_json(const InferenceRunResult& r) {
+  if (!r.config.tracing)
+    throw UsageError("this run was not traced, so it has no events to write; set InferenceRunConfig::tracing");
+  const InferenceProblem& p = r.config.problem;
+  const InferenceLayout L = p.layout(r.config.kind);
+  Json c{{"strategy", std::string(inference_name(r.config.kind))},
+         {"sharding", is_prefill(r.config.kind) ? "2C chunks of the new tokens" : "new tokens round-robin"},
+         {"ranks", p.ranks},
+         {"batch", p.batch},
+         {"seq", p.seq()},
+         {"new_tokens", p.new_tokens},
+         {"cached", p.cached},
+         {"heads", p.heads},
+         {"kv_heads", p.kv_heads},
+         {"head_dim", p.head_dim},
+         {"dtype", std::string(dtype_name(p.dtype))},
+         {"causal", true},
+         {"mask", "causal from position P"},
+         {"window", 0},
+         {"attention_mask", {{"kind", "causal"}, {"window", 0}}},
+         {"backend", std::string(backend_name(r.config.backend))},
+         {"backward", false},
+         {"seed", static_cast<std::int64_t>(r.config.seed)}};
+  Json run{{"config", std::move(c)}, {"ranks", Json::array()}};
+  std::vector<RankReport> ranks;
+  for (const RankReport& rk : r.ranks) {
+    const Recorder& s = rk.stats;
+    const Positions kv = L.kv_positions(rk.rank);
+    Json rank{{"rank", rk.rank},
+              {"position_runs", runs_json(kv.runs())},
+              {"positions_text", kv.text()},
+              {"new_position_runs", runs_json(rk.positions.runs())}};
+    const WorkCounts& w = s.total_work();
+    rank["work"] = {{"forward", {{"pairs", w.pairs}, {"flops", w.flops}, {"blocks", w.calls},
+                                 {"skipped_blocks", w.skipped_calls}}}};
+    rank["bytes_sent"] = s.comm_counts().bytes_sent;
+    rank["bytes_received"] = s.comm_counts().bytes_received;
+    rank["messages_sent"] = s.comm_counts().messages_sent;
+    Json& calls = rank["calls"] = Json::object();
+    for (const auto& [k, n] : s.comm_counts().calls) calls[k] = n;
+    rank["peak_bytes"] = s.peak_bytes();
+    Json& time = rank["time_ms"] = Json::object();
+    for (const auto& [k, us] : s.phase_us()) time[k] = us / 1000.0;
+    time["idle"] = s.idle_us() / 1000.0;
+    run["ranks"].push_back(std::move(rank));
+    ranks.push_back(RankReport{rk.rank, kv, s});
+  }
+  if (r.check.ran) run["check"] = check_json(r.check);
+  run["wall_ms"] = r.wall_ms;
+  return trace_json(run, ranks);
 }
 
 }  // namespace cpsim

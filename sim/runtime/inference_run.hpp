@@ -55,5 +55,9 @@ InferenceRunResult run_inference(const InferenceRunConfig& cfg);
 // the check when it ran.
 std::string format_inference_report(const InferenceRunResult& r);
 Json inference_run_json(const InferenceRunResult& r);
+// The trace of a traced run (cfg.tracing; UsageError otherwise), for the visualizer (trace.hpp): otherData.run holds
+// the config (strategy, T + P as seq, new_tokens, cached, the causal mask) and per rank the positions of its K/V
+// (cache share and new tokens) as position_runs, its new tokens as new_position_runs, its work, bytes and times.
+std::string inference_trace_json(const InferenceRunResult& r);
 
 }  // namespace cpsim
