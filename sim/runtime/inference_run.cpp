@@ -13,6 +13,7 @@
 #include "sim/kernels/device_registry.hpp"
 #include "sim/kernels/host_io.hpp"
 #include "sim/model/inference_count.hpp"
+#include "sim/os/host_memory.hpp"
 #include "sim/runtime/inputs.hpp"
 #include "sim/runtime/report.hpp"
 #include "sim/runtime/trace.hpp"
@@ -73,6 +74,30 @@ std::string run_inference_rank(const InferenceRunConfig& cfg, Communicator& comm
   return w.take();
 }
 
+// Refuses (UsageError) a step this machine cannot hold, before anything large is allocated. Counted: each rank's
+// device peak (exact, from the counting run), its results as doubles twice (downloaded, then serialised), the
+// results gathered, and with the check the whole step's inputs and an upstream gradient as doubles, the reference's
+// results, and as much again for the f32 rule's plain loops: a lower bound of what the run holds at its largest.
+void check_inference_memory(const InferenceRunConfig& cfg, const model::InferenceCount& counted) {
+  const InferenceProblem& p = cfg.problem;
+  const InferenceLayout L = p.layout(cfg.kind);
+  const double B = static_cast<double>(p.batch), T = static_cast<double>(p.new_tokens),
+               S = static_cast<double>(p.seq()), Nq = static_cast<double>(p.heads),
+               Nkv = static_cast<double>(p.kv_heads), D = static_cast<double>(p.head_dim);
+  double need = 0;
+  for (const Recorder& rec : counted.ranks)
+    need += static_cast<double>(rec.peak_bytes()) + 16 * B * static_cast<double>(L.max_new()) * Nq * (D + 1);
+  need += 8 * B * T * Nq * (D + 1);  // out and lse, gathered
+  if (cfg.check) need += 2 * 8 * (2 * B * T * Nq * D + 2 * B * S * Nkv * D + B * T * Nq * (D + 1));
+  const HostMemory lim = host_memory();
+  if (need <= static_cast<double>(lim.machine.bytes)) return;
+  throw UsageError("the step needs at least " + format_bytes(need) + " of memory, more than the " +
+                       format_bytes(static_cast<double>(lim.machine.bytes)) + " available (" + lim.machine.source + ")",
+                   {Fix{{"--new-tokens " + std::to_string(std::max<std::int64_t>(1, p.new_tokens / 4)),
+                         "--cached " + std::to_string(p.cached / 4)}},
+                    Fix{{}, cfg.check ? "leave out --check" : "", " or "}});
+}
+
 }  // namespace
 
 void check_inference_config(const InferenceRunConfig& cfg) {
@@ -101,9 +126,12 @@ InferenceRunResult run_inference(const InferenceRunConfig& cfg) {
   opt.timeout = cfg.timeout;
   opt.tracing = cfg.tracing;
   check_launch(opt);
-  // The processes backend sizes its shared memory from the most message bytes a rank holds: counted exactly.
+  // The memory the step needs, counted before anything large is allocated; the processes backend sizes its shared
+  // memory from the most message bytes a rank holds.
+  const model::InferenceCount counted = model::count_inference(p, cfg.kind);
+  check_inference_memory(cfg, counted);
   if (cfg.backend == Backend::processes)
-    for (const Recorder& rec : model::count_inference(p, cfg.kind).ranks)
+    for (const Recorder& rec : counted.ranks)
       opt.heap_bytes = std::max(opt.heap_bytes, static_cast<std::size_t>(rec.message_peak_bytes()));
 
   // 1. Launch.

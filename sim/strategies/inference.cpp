@@ -1,5 +1,7 @@
 #include "sim/strategies/inference.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "sim/core/error.hpp"
@@ -68,8 +70,12 @@ void validate(const InferenceProblem& p, InferenceKind k) {
       Nq{"Nq", p.heads, "heads"}, Nkv{"Nkv", p.kv_heads, "kv-heads"}, D{"D", p.head_dim, "head-dim"};
   tensor_bytes("q", {B, T, Nq, D}, sizeof(double), "doubles");
   tensor_bytes("k", {B, S, Nkv, D}, sizeof(double), "doubles");
-  require(pair_count_fits(p.seq(), p.mask()), "the visible pairs of T+P = " + str(p.seq()) + " tokens overflow 64 bits",
-          Fix{{"--cached 1M"}});
+  // Every visible pair of the step, over the batch and the heads (what the Recorders sum): B Nq (T P + T(T+1)/2).
+  const PairCount T128 = p.new_tokens, pairs = static_cast<PairCount>(p.batch) * p.heads *
+                                                 (T128 * p.cached + T128 * (T128 + 1) / 2);
+  require(pairs <= INT64_MAX, "the step's visible pairs B Nq (T P + T(T+1)/2) = " + count_text(pairs) +
+                                  " overflow 64 bits",
+          Fix{{"--cached " + str(p.cached / 2), "--new-tokens " + str(std::max<std::int64_t>(1, p.new_tokens / 2))}});
 }
 
 InferenceBytes inference_bytes(const InferenceProblem& p, InferenceKind k) {

@@ -58,3 +58,10 @@ TEST_CASE("the GPU backends, MPI and bf16 on the CPU refuse the inference strate
   c.problem.dtype = DType::bf16;
   CHECK_THROWS_WITH_AS(check_inference_config(c), doctest::Contains("bf16"), UsageError);
 }
+
+TEST_CASE("an inference step this machine cannot hold is refused before anything large is allocated") {
+  InferenceRunConfig c = small(InferenceKind::pass_kv);
+  c.problem.cached = std::int64_t{1} << 36;  // 2^36 cached tokens: 32 TiB of K/V as doubles
+  c.problem.new_tokens = 1024;
+  CHECK_THROWS_WITH_AS(run_inference(c), doctest::Contains("of memory, more than"), UsageError);
+}

@@ -40,6 +40,12 @@ TEST_CASE("an inference problem with no new token, a negative cache or Nq not a 
   p.new_tokens = 65;
   CHECK_THROWS_WITH_AS(validate(p, InferenceKind::decode), doctest::Contains("decode"), UsageError);
   CHECK_NOTHROW(validate(p, InferenceKind::pass_q));
+  // B Nq (T P + T(T+1)/2) past 2^63 - 1: the Recorders could not count the pairs.
+  p.kv_heads = 1;
+  p.head_dim = 1;
+  p.new_tokens = std::int64_t{1} << 25;
+  p.cached = std::int64_t{1} << 36;
+  CHECK_THROWS_WITH_AS(validate(p, InferenceKind::pass_kv), doctest::Contains("overflow 64 bits"), UsageError);
 }
 
 TEST_CASE("pass-KV sends (C-1)/C of the K/V of all T+P tokens per rank, by formula") {
