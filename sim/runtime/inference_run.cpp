@@ -95,7 +95,7 @@ void check_inference_memory(const InferenceRunConfig& cfg, const model::Inferenc
                        format_bytes(static_cast<double>(lim.machine.bytes)) + " available (" + lim.machine.source + ")",
                    {Fix{{"--new-tokens " + std::to_string(std::max<std::int64_t>(1, p.new_tokens / 4)),
                          "--cached " + std::to_string(p.cached / 4)}},
-                    Fix{{}, cfg.check ? "leave out --check" : "", " or "}});
+                    Fix{cfg.check ? std::vector<std::string>{"drop --check"} : std::vector<std::string>{}, "", " or ", ""}});
 }
 
 }  // namespace
