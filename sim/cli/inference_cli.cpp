@@ -116,6 +116,7 @@ int run_inference_command(const ProblemOptions& o, const InferenceFlags& f, cons
   cfg.check = vm.count("check") > 0;
   cfg.tracing = !trace.empty() || !html.empty();
   const InferenceRunResult r = run_inference(cfg);
+  if (r.ranks.empty()) return 0;  // another process of an MPI job: rank 0 reports
   if (!trace.empty()) write_file(trace, inference_trace_json(r));
   if (!html.empty()) write_file(html, html_page(inference_trace_json(r)));
   if (vm.count("json"))

@@ -105,9 +105,9 @@ void check_inference_config(const InferenceRunConfig& cfg) {
   const std::string name(inference_name(cfg.kind));
   const BackendInfo& b = built_in_backend(cfg.backend);
   const DeviceInfo& info = device_info(b.device);
-  if (info.gpu || cfg.backend == Backend::mpi)
-    throw UsageError("the inference strategy " + name + " runs on the threads and processes backends; the " +
-                         std::string(backend_name(cfg.backend)) + " backend does not run it yet",
+  if (info.gpu)
+    throw UsageError("the inference strategy " + name + " runs on the CPU backends (threads, processes, mpi); the " +
+                         std::string(backend_name(cfg.backend)) + " backend's GPU device does not run it yet",
                      {Fix{{"--backend threads or processes"}}});
   if (!computes_in(info, cfg.problem.dtype))
     throw UsageError(std::string(dtype_name(cfg.problem.dtype)) + " is not computed by the " + info.name + " device",
@@ -138,6 +138,7 @@ InferenceRunResult run_inference(const InferenceRunConfig& cfg) {
   const auto t0 = std::chrono::steady_clock::now();
   auto outcomes = launch(opt, [&](Communicator& comm) { return run_inference_rank(cfg, comm); });
   result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (outcomes.empty()) return result;  // another process of an MPI job: rank 0 gathers and reports
 
   // 2. Every rank's rows, in token order.   out: [B, T, Nq, D]   lse: [B, Nq, T]
   const std::int64_t B = p.batch, T = p.new_tokens, Nq = p.heads, D = p.head_dim, n = L.max_new();

@@ -45,10 +45,12 @@ struct InferenceRunResult {
 };
 
 // UsageError for an impossible problem (validate) or a backend that does not run these strategies: they run on the
-// CPU backends (threads, processes); the GPU backends and MPI refuse them, naming the ones that run them.
+// CPU backends (threads, processes, and mpi under mpirun, every process running the same command); the GPU backends
+// refuse them, naming the ones that run them.
 void check_inference_config(const InferenceRunConfig& cfg);
 
-// Checks the configuration, runs, gathers, checks (when cfg.check). Throws RankFailure when a rank fails.
+// Checks the configuration, runs, gathers, checks (when cfg.check). Throws RankFailure when a rank fails. Under MPI
+// only rank 0 gathers: the other processes get a result with no ranks.
 InferenceRunResult run_inference(const InferenceRunConfig& cfg);
 
 // The per-rank table (new tokens, K/V rows, bytes sent and received, pairs, the forward's time, per token), then
