@@ -36,6 +36,7 @@ InferenceProblem inference_problem(const Problem& p, const InferenceFlags& f) {
   q.ranks = p.ranks;
   q.new_tokens = f.new_tokens;
   q.cached = f.cached;
+  q.window = p.window;
   return q;
 }
 
@@ -95,8 +96,8 @@ int run_inference_command(const ProblemOptions& o, const InferenceFlags& f, cons
                      {Fix{{"--strategy pass_kv, pass_q or decode"}}});
   require(vm.count("new-tokens") > 0, "the inference strategy " + o.strategy + " needs the step's new tokens",
           Fix{{"--new-tokens 16 --cached 48"}});
-  refuse_given(vm, {"backward", "seq", "sharding", "a2a", "kv-replicate", "full", "docs", "pad-docs", "window",
-                    "chunk", "kernel", "dump", "bench-json", "compare", "memory-limit"});
+  refuse_given(vm, {"backward", "seq", "sharding", "a2a", "kv-replicate", "full", "docs", "pad-docs", "chunk",
+                    "kernel", "dump", "bench-json", "compare", "memory-limit"});
   const std::string trace = vm.count("trace") ? vm["trace"].as<std::string>() : "",
                     html = vm.count("html") ? vm["html"].as<std::string>() : "";
   check_output("trace", trace);
@@ -105,7 +106,7 @@ int run_inference_command(const ProblemOptions& o, const InferenceFlags& f, cons
   RunConfig base;
   apply_problem_options(o, vm,
                         kFlagRanks | kFlagBatch | kFlagHeads | kFlagKvHeads | kFlagHeadDim | kFlagDtype | kFlagBackend |
-                            kFlagSeed | kFlagTimeout,
+                            kFlagSeed | kFlagTimeout | kFlagWindow,
                         base);
   InferenceRunConfig cfg;
   cfg.kind = *kind;
@@ -132,7 +133,7 @@ int run_inference_command(const ProblemOptions& o, const InferenceFlags& f, cons
 int predict_inference_command(const ModelShapeOptions& shape, const InferenceFlags& f, const po::variables_map& vm) {
   require(vm.count("new-tokens") > 0, "an inference shape needs the step's new tokens", Fix{{"--new-tokens 16K"}});
   refuse_given(vm, {"seq", "seqs", "strategies", "sensitivity", "trace", "html", "compare", "sharding", "kv-replicate",
-                    "full"});
+                    "full", "docs", "pad-docs", "chunk"});
   const model::Machine m = inference_machine(shape, f, vm);
   const InferenceProblem p = inference_problem(model_problem(shape, vm, 0, m), f);
   const model::PrefillChoice c = model::choose_prefill(p, m);
@@ -183,7 +184,7 @@ int predict_inference_command(const ModelShapeOptions& shape, const InferenceFla
 
 int plan_inference_command(const ModelShapeOptions& shape, const InferenceFlags& f, const po::variables_map& vm) {
   require(vm.count("new-tokens") > 0, "an inference shape needs the step's new tokens", Fix{{"--new-tokens 16K"}});
-  refuse_given(vm, {"seq", "layers", "hidden", "top", "full"});
+  refuse_given(vm, {"seq", "layers", "hidden", "top", "full", "docs", "pad-docs", "chunk"});
   const model::Machine m = inference_machine(shape, f, vm);
   const InferenceProblem p = inference_problem(model_problem(shape, vm, 0, m), f);
   const model::PrefillChoice c = model::choose_prefill(p, m);

@@ -186,7 +186,7 @@ std::string format_inference_report(const InferenceRunResult& r) {
   os << "cpsim run: " << inference_name(cfg.kind) << ", C=" << p.ranks << " ranks on " << backend_name(cfg.backend)
      << "\n  B=" << p.batch << " new tokens T=" << p.new_tokens << " cached P=" << p.cached << " Nq=" << p.heads
      << " Nkv=" << p.kv_heads << " D=" << p.head_dim << " " << dtype_name(p.dtype)
-     << ", causal from position P, forward, seed " << cfg.seed << "\n"
+     << ", " << p.mask().describe() << " (queries at P..P+T-1), forward, seed " << cfg.seed << "\n"
      << "  new tokens " << (is_prefill(cfg.kind) ? "in 2C chunks (zigzag over the new tokens)" : "round-robin")
      << ", cache in 2C chunks where its prefill wrote it\n\n";
   os << right("rank", 4) << "  " << left("new tokens", 22) << right("K/V rows", 9) << right("sent", 12)
@@ -233,6 +233,7 @@ Json inference_run_json(const InferenceRunResult& r) {
            {"batch", p.batch},
            {"new_tokens", p.new_tokens},
            {"cached", p.cached},
+           {"window", p.window},
            {"heads", p.heads},
            {"kv_heads", p.kv_heads},
            {"head_dim", p.head_dim},
@@ -263,9 +264,9 @@ std::string inference_trace_json(const InferenceRunResult& r) {
          {"head_dim", p.head_dim},
          {"dtype", std::string(dtype_name(p.dtype))},
          {"causal", true},
-         {"mask", "causal from position P"},
-         {"window", 0},
-         {"attention_mask", {{"kind", "causal"}, {"window", 0}}},
+         {"mask", p.mask().describe() + " from position P"},
+         {"window", p.window},
+         {"attention_mask", {{"kind", "causal"}, {"window", p.window}}},
          {"backend", std::string(backend_name(r.config.backend))},
          {"backward", false},
          {"seed", static_cast<std::int64_t>(r.config.seed)}};

@@ -55,6 +55,8 @@ void validate(const InferenceProblem& p, InferenceKind k) {
   require(p.kv_heads >= 1, "the KV heads Nkv must be at least 1 (got " + str(p.kv_heads) + ")",
           Fix{{"--kv-heads 1 or more"}});
   require(p.head_dim >= 1, "the head dim D must be at least 1 (got " + str(p.head_dim) + ")", Fix{{"--head-dim 64"}});
+  require(p.window >= 0, "the window W must be 0 (none) or positive (got " + str(p.window) + ")",
+          Fix{{"--window 256"}});
   if (p.heads % p.kv_heads != 0)
     require(false,
             "grouped-query attention shares each KV head among Nq/Nkv query heads, so Nq % Nkv must be 0 (Nq=" +

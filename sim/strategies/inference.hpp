@@ -42,13 +42,15 @@ bool is_prefill(InferenceKind k);
 
 struct InferenceProblem {
   std::int64_t batch = 1, new_tokens = 16, cached = 48, heads = 4, kv_heads = 4, head_dim = 16;
+  std::int64_t window = 0;  // sliding window W (--window): keys fewer than W positions back; 0: none
   double scale = 0;  // 0: 1/sqrt(D)
   DType dtype = DType::f64;
   int ranks = 1;
   // Zigzag new tokens for prefill, round-robin for decode.
   InferenceLayout layout(InferenceKind k) const;
-  // Causal on global positions: the new token at P + i sees keys [0, P + i].
-  Mask mask() const { return Mask(true); }
+  // Causal on global positions: the new token at P + i sees keys [0, P + i] (with a window W, the last W of them).
+  // Blocks the mask hides wholly are skipped; the messages stay the same.
+  Mask mask() const { return window > 0 ? Mask(true, window, {}) : Mask(true); }
   std::int64_t seq() const { return cached + new_tokens; }  // the K/V length after this step
 };
 

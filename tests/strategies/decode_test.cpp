@@ -32,3 +32,12 @@ TEST_CASE("decode places new tokens round-robin: token j on rank j mod C") {
 TEST_CASE("decode matches the reference on the processes backend") {
   expect_inference_correct(inference_config(InferenceKind::decode, 3, 2, 31, DType::f64, Backend::processes));
 }
+
+TEST_CASE("decode under a sliding window matches the reference with the same window") {
+  for (int C : {2, 3, 4})
+    for (std::int64_t W : {1, 7, 30}) {
+      InferenceRunConfig c = inference_config(InferenceKind::decode, C, 3, 40);
+      c.problem.window = W;
+      expect_inference_correct(c);
+    }
+}

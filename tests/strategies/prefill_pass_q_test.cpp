@@ -30,3 +30,12 @@ TEST_CASE("pass-Q prefill on one rank is one block and matches the reference") {
 TEST_CASE("pass-Q prefill matches the reference on the processes backend") {
   expect_inference_correct(inference_config(InferenceKind::pass_q, 3, 7, 29, DType::f64, Backend::processes));
 }
+
+TEST_CASE("pass-Q prefill under a sliding window matches the reference with the same window") {
+  for (int C : {2, 3, 4})
+    for (std::int64_t W : {1, 7, 30}) {
+      InferenceRunConfig c = inference_config(InferenceKind::pass_q, C, 24, 40);
+      c.problem.window = W;
+      expect_inference_correct(c);
+    }
+}
