@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "sim/cli/cli.hpp"
+#include "sim/cli/inference_cli.hpp"
 #include "sim/cli/model_options.hpp"
 #include "sim/cli/model_text.hpp"
 #include "sim/core/error.hpp"
@@ -101,6 +102,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   ModelShapeOptions shape;
   shape.shape.heads = 32;
   add_model_shape_options(desc, shape);
+  InferenceFlags inference;
+  add_inference_options(desc, inference, true);
   desc.add_options()                                                                           //
       ("seq,S", po::value(&seq)->default_value(seq), "sequence length (K, M = 1024, 1024^2)")  //
       ("layers", po::value(&layers)->default_value(layers),
@@ -110,6 +113,7 @@ int cmd_plan(const std::vector<std::string>& args) {
       ("json", "print one JSON object");
   po::variables_map vm;
   if (!parse("plan", desc, args, vm)) return 0;
+  if (inference_asked(vm, "")) return plan_inference_command(shape, inference, vm);  // inference_cli.hpp
   require(layers >= 0 && hidden >= 0, "--layers and --hidden count something, so they cannot be negative",
           "use --layers 32 --hidden 4096");
   require((layers > 0) == (hidden > 0), "activations need both the layer count and the hidden size",

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "sim/cli/cli.hpp"
+#include "sim/cli/inference_cli.hpp"
 #include "sim/cli/model_options.hpp"
 #include "sim/cli/model_text.hpp"
 #include "sim/core/error.hpp"
@@ -303,6 +304,8 @@ int cmd_predict(const std::vector<std::string>& args) {
   std::string print_machine, seqs = "16K,32K,64K,128K,256K", seq, strategies;
   ModelShapeOptions shape;
   add_model_shape_options(desc, shape, kFlagSharding | kFlagKvReplicate);
+  InferenceFlags inference;
+  add_inference_options(desc, inference, true);
   desc.add_options()                                                                                              //
       ("print-machine", po::value(&print_machine), "print a preset's JSON (with sources) and exit")               //
       ("seqs", po::value(&seqs)->default_value(seqs), "sequence lengths, comma-separated (K, M = 1024, 1024^2)")  //
@@ -336,6 +339,7 @@ int cmd_predict(const std::vector<std::string>& args) {
     std::cout << model::machine_preset_json(print_machine);
     return 0;
   }
+  if (inference_asked(vm, "")) return predict_inference_command(shape, inference, vm);  // inference_cli.hpp
   require(!(vm.count("seq") && !vm["seqs"].defaulted()), "--seq and --seqs both name the lengths",
           "give one: --seq 16K, or --seqs 16K,32K");
   PredictSpec spec;

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "sim/cli/cli.hpp"
+#include "sim/cli/inference_cli.hpp"
 #include "sim/cli/model_options.hpp"
 #include "sim/cli/problem_options.hpp"
 #include "sim/core/error.hpp"
@@ -79,6 +80,8 @@ int cmd_run(const std::vector<std::string>& args) {
   ProblemOptions opts;
   std::string dump_dir, trace_path, html_path, bench_path, compare_path;
   add_problem_options(desc, opts);
+  InferenceFlags inference;
+  add_inference_options(desc, inference, false);
   desc.add_options()("check", "compare with the single-process f64 reference; exit 1 when it fails")(
       "json", "print one JSON object instead of the tables")(
       "dump", po::value(&dump_dir), "write inputs and outputs as NumPy .npy files into this folder")(
@@ -96,6 +99,7 @@ int cmd_run(const std::vector<std::string>& args) {
       "predict --trace`); its timeline is drawn under this run's");
   po::variables_map vm;
   if (!parse("run", desc, args, vm)) return 0;
+  if (inference_asked(vm, opts.strategy)) return run_inference_command(opts, inference, vm);  // inference_cli.hpp
   auto checked = to_run_config(opts, vm);  // validated once, here: the run takes `valid`
   RunConfig& cfg = checked.first;
   const ValidProblem& valid = checked.second;

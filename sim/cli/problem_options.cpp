@@ -18,7 +18,8 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
     desc.add_options()(name, size_value(flag, value)->default_value(std::to_string(*value)),
                        size_help(help).c_str());
   };
-  add(kFlagStrategy, "strategy", &o.strategy, "all_gather | ulysses | ring | hybrid");
+  add(kFlagStrategy, "strategy", &o.strategy,
+      "all_gather | ulysses | ring | hybrid; with --new-tokens, an inference step: pass_kv | pass_q | decode");
   add(kFlagSharding, "sharding", &o.sharding,
       "zigzag (per document with --docs) | contiguous | striped | balanced | global-zigzag");
   add(kFlagRanks, "ranks,C", &o.ranks, "context-parallel ranks C");

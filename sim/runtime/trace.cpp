@@ -134,13 +134,17 @@ std::vector<Line> rank_lines(const RankReport& rk) {
 std::string trace_json(const RunResult& r) {
   if (!r.config.tracing)
     throw UsageError("this run was not traced, so it has no events to write; set RunConfig::tracing = true");
+  return trace_json(run_json(r), r.ranks);
+}
+
+std::string trace_json(const Json& run, const std::vector<RankReport>& ranks) {
   Json meta{{"generator", "cpsim"},
             {"format_version", kTraceFormatVersion},
             {"lanes", {"phase / step", "compute", "communication", "idle"}},
-            {"run", run_json(r)}};
+            {"run", run}};
   Json events = Json::array();
   const char* lanes[] = {"phase / step", "compute", "communication", "idle"};
-  for (const RankReport& rk : r.ranks) {
+  for (const RankReport& rk : ranks) {
     events.push_back(metadata(rk.rank, -1, "process_name", "name", "rank " + std::to_string(rk.rank)));
     events.push_back(metadata(rk.rank, -1, "process_sort_index", "sort_index", rk.rank));
     for (int lane = 0; lane < 4; ++lane) {

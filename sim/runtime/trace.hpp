@@ -20,6 +20,9 @@
 #pragma once
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "sim/core/json.hpp"
 
 #include "sim/runtime/run.hpp"
 
@@ -32,6 +35,9 @@ inline constexpr int kLaneSteps = 0, kLaneCompute = 1, kLaneComm = 2, kLaneIdle 
 // (throws UsageError otherwise: the events were never recorded).
 std::string trace_json(const RunResult& r);
 void write_trace(const std::filesystem::path& path, const RunResult& r);
+// The same for a run described by its otherData.run object (config, per-rank totals) and its traced ranks: a run that
+// is not a RunResult (an inference step, sim/runtime/inference_run.hpp).
+std::string trace_json(const Json& run, const std::vector<RankReport>& ranks);
 
 // The visualizer as one self-contained HTML page (page, script, style and the trace inlined) that opens with a
 // double-click. bench_json, when not empty, is the output of `cpsim bench strategies --json`, inlined as well;
@@ -39,6 +45,8 @@ void write_trace(const std::filesystem::path& path, const RunResult& r);
 std::string html_page(const RunResult& r, const std::string& bench_json = "", const std::string& compare_json = "");
 void write_html(const std::filesystem::path& path, const RunResult& r, const std::string& bench_json = "",
                 const std::string& compare_json = "");
+// The page with a trace's JSON text (trace_json) inlined.
+std::string html_page(const std::string& trace, const std::string& bench_json = "", const std::string& compare_json = "");
 
 // The folder of the visualizer's files: $CPSIM_VISUALIZER_DIR, else visualizer/ of the source tree cpsim was
 // built from. Throws Error when index.html is not there.

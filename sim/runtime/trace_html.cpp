@@ -68,6 +68,10 @@ std::filesystem::path visualizer_dir() {
 }
 
 std::string html_page(const RunResult& r, const std::string& bench_json, const std::string& compare_json) {
+  return html_page(trace_json(r), bench_json, compare_json);
+}
+
+std::string html_page(const std::string& trace, const std::string& bench_json, const std::string& compare_json) {
   const std::filesystem::path dir = visualizer_dir();
   const std::string page = read_file(dir / "index.html");
   std::string out;
@@ -83,7 +87,7 @@ std::string html_page(const RunResult& r, const std::string& bench_json, const s
     }
     out.append(page, pos, lt - pos);
     if (page.compare(lt, marker.size(), marker) == 0) {
-      out += data_block("cpsim-trace", trace_json(r));
+      out += data_block("cpsim-trace", trace);
       if (!bench_json.empty()) out += "\n" + data_block("cpsim-bench", bench_json);
       if (!compare_json.empty()) out += "\n" + data_block("cpsim-compare", compare_json);
       pos = lt + marker.size();

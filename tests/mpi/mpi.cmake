@@ -50,6 +50,15 @@ foreach(_strategy all_gather ulysses ring hybrid pruned_ring mask_exchange)
                  ${_mpirun} ${_cpsim} run --backend mpi --strategy ${_strategy} ${_extra} --window 9 --sharding striped
                  ${_shape})
 endforeach()
+foreach(_strategy pass_kv pass_q decode)
+  set(_tokens --new-tokens 3 --cached 61)
+  if(NOT _strategy STREQUAL "decode")
+    set(_tokens --new-tokens 24 --cached 40)
+  endif()
+  cpsim_mpi_test(run.inference_${_strategy} ${_expect} 0 "^PASSED$" once --
+                 ${_mpirun} ${_cpsim} run --backend mpi --strategy ${_strategy} ${_tokens} --ranks 4 --heads 4
+                 --kv-heads 2 --batch 2 --check)
+endforeach()
 set(_bits --ranks 4 --seq 64 --heads 4 --kv-heads 4 --head-dim 16 --dtype f32 --backward --seed 5)
 foreach(_strategy ring all_gather ulysses)
   cpsim_mpi_test(run.same_bits_${_strategy} ${_mpi_dir}/same_bits.sh ${_cpsim} --strategy ${_strategy} ${_bits})

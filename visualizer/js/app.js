@@ -51,7 +51,9 @@ function summary() {
   pill(c.strategy + (c.strategy === 'hybrid' ? ' (A2A ' + c.a2a + ' \u00d7 ring ' + c.ranks / c.a2a + ')' : ''));
   pill(c.sharding);
   pill('C = ' + c.ranks + ' ranks (' + (c.machine ? 'modeled on ' + c.machine : c.backend) + ')');
-  pill('B=' + c.batch + ' S=' + c.seq + ' Nq=' + c.heads + ' Nkv=' + c.kv_heads + ' D=' + c.head_dim + ' ' + c.dtype);
+  // An inference step (sim/runtime/inference_run.hpp) names its new and cached tokens; S is their sum.
+  const tokens = c.new_tokens !== undefined ? 'T=' + c.new_tokens + ' new after P=' + c.cached + ' cached' : 'S=' + c.seq;
+  pill('B=' + c.batch + ' ' + tokens + ' Nq=' + c.heads + ' Nkv=' + c.kv_heads + ' D=' + c.head_dim + ' ' + c.dtype);
   pill(c.backward ? 'forward + backward' : 'forward');
   if (!c.causal) pill('no causal mask');
   const chk = state.trace.run.check;
@@ -88,6 +90,10 @@ function measuredNote(section) {
   if (modeled) {
     p.appendChild(document.createTextNode('The modeled run (' + describe(modeled) + ') is drawn beside it: the ' +
                                           'same program on a machine model, where each wait is a transfer.'));
+  } else if (c.new_tokens !== undefined) {
+    p.appendChild(document.createTextNode('The model\'s times of this inference step: '));
+    ns.html('code', {}, p, 'cpsim predict --ranks ' + c.ranks + ' --new-tokens ' + c.new_tokens + ' --cached ' +
+                               c.cached + ' --heads ' + c.heads + ' --kv-heads ' + c.kv_heads + ' --head-dim ' + c.head_dim);
   } else {
     p.appendChild(document.createTextNode('To see the modeled timeline beside it, save this run with --trace and ' +
                                           'run '));

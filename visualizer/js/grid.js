@@ -20,6 +20,14 @@ const EXPLAIN = {
       'no rank sees are never sent.',
   mask_exchange: 'Every rank receives from each owner exactly the K/V rows its queries see, one stage per owner, ' +
       'computing each stage while the next arrives; in the backward the dK/dV partial sums go back to the owners.',
+  pass_kv: 'Prefill with a KV cache: only the rows of the new tokens (after the P cached ones) have queries. Their Q ' +
+      'stays; every rank\'s K/V (its share of the cache and of the new tokens) travel the ring, so at step i rank r ' +
+      'computes its new tokens against the K/V of rank (r \u2212 i) mod C.',
+  pass_q: 'Prefill with a KV cache: K/V stay where they were written; the Q of the new tokens travels the ring, ' +
+      'so at step i rank r computes the queries of rank (r \u2212 i) mod C against its own K/V, and the partial ' +
+      'outputs go home in one all-to-all at the end, where they are merged by LSE.',
+  decode: 'Decode: the new token\'s Q goes to every rank (all-gather); each rank computes it against its share of ' +
+      'the cache, and the partial outputs go home by all-to-all, where they are merged by LSE.',
 };
 
 ns.renderGrid = function(section, model, state) {

@@ -256,6 +256,16 @@ function checkTrace(obj) {
   if (cfg.seq > MAX_SEQ) bad('its sequence of ' + cfg.seq + ' positions is more than the page draws (' + MAX_SEQ + ')');
 }
 
+// What an inference strategy's messages carry (sim/strategies/inference.hpp), by call: pass-KV's ring moves K/V,
+// pass-Q's ring moves Q and its all-to-all brings the partial outputs home, decode all-gathers Q and sends the
+// partials home. The timeline colours and labels these; training traces carry no such label.
+const CARRIES = {
+  pass_kv: {isend: 'K/V', irecv: 'K/V'},
+  pass_q: {isend: 'Q', irecv: 'Q', all_to_all: 'partial out + LSE'},
+  decode: {all_gather: 'Q', all_to_all: 'partial out + LSE'},
+};
+ns.carries = (strategy, call) => (CARRIES[strategy] || {})[call];
+
 ns.parseTrace = function(obj) {
   if (!obj || !Array.isArray(obj.traceEvents)) throw new Error('not a trace: it has no traceEvents');
   const other = isObject(obj.otherData) ? obj.otherData : {};
@@ -275,6 +285,7 @@ ns.parseTrace = function(obj) {
     const ev = {name: e.name, cat: e.cat, ts: +e.ts, dur: +e.dur, args: e.args || {}, rank: e.pid};
     if (ev.args.q && !ev.args.q_runs) ev.args.q_runs = spansToRuns(ev.args.q);  // format 1: spans
     if (ev.args.k && !ev.args.k_runs) ev.args.k_runs = spansToRuns(ev.args.k);
+    if (LANES[e.tid] === 'comm' && ns.carries(cfg.strategy, ev.name)) ev.args.carries = ns.carries(cfg.strategy, ev.name);
     ranks[e.pid].lanes[LANES[e.tid]].push(ev);
     t0 = Math.min(t0, ev.ts);
     t1 = Math.max(t1, ev.ts + ev.dur);

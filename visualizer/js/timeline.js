@@ -19,13 +19,25 @@ const KIND_COLORS = {
 };
 const P2P = new Set(['isend', 'irecv', 'send', 'recv', 'sendrecv']);
 
-const commColor = (e) => (P2P.has(e.name) ? 'var(--comm-p2p)' : 'var(--comm-coll)');
+// An inference step's messages by what they carry (model.js: carries): Q and the partial outputs in colours of their
+// own, so that they are seen travelling; every other message by its kind of call.
+const CARRY_COLORS = {'Q': 'var(--comm-q)', 'partial out + LSE': 'var(--comm-partial)', 'K/V': 'var(--comm-p2p)'};
+const commColor = (e) =>
+    CARRY_COLORS[e.args.carries] || (P2P.has(e.name) ? 'var(--comm-p2p)' : 'var(--comm-coll)');
 
-function legend(parent) {
+function legend(parent, model) {
   const lg = ns.html('div', {class: 'legend'}, parent);
   for (const k of ['diagonal', 'full', 'half-kv', 'half-q']) ns.legendItem(lg, KIND_COLORS[k], 'compute: ' + k);
-  ns.legendItem(lg, 'var(--comm-p2p)', 'send / recv');
-  ns.legendItem(lg, 'var(--comm-coll)', 'collective');
+  const carried = new Set();
+  for (const rk of model.ranks)
+    for (const e of rk.lanes.comm)
+      if (e.args.carries) carried.add(e.args.carries);
+  for (const what of ['K/V', 'Q', 'partial out + LSE'])
+    if (carried.has(what)) ns.legendItem(lg, CARRY_COLORS[what], 'carries ' + what);
+  if (!carried.size) {
+    ns.legendItem(lg, 'var(--comm-p2p)', 'send / recv');
+    ns.legendItem(lg, 'var(--comm-coll)', 'collective');
+  }
   ns.legendItem(lg, 'var(--idle)', 'wait');
   const step = ns.html('span', {class: 'item'}, lg);
   const s = ns.svg('svg', {width: 16, height: 12}, step);
@@ -43,6 +55,7 @@ function tooltipRows(e) {
     rows.push(
         ['block', a.kind], ['queries', ns.runsText(a.q_runs)], ['keys', ns.runsText(a.k_runs)],
         ['visible pairs', ns.fmtInt(a.pairs || 0)]);
+  if (a.carries) rows.push(['carries', a.carries]);
   if (a.peer !== undefined) rows.push(['peer', 'rank ' + a.peer]);
   if (a.group) rows.push(['group', 'ranks ' + a.group.join(', ')]);
   if (a.bytes_sent !== undefined)
@@ -55,7 +68,7 @@ ns.renderTimeline = function(section, model, state, suffix = '') {
   ns.clear(section);
   const C = model.ranks.length;
   const bar = ns.html('div', {class: 'toolbar'}, section);
-  legend(bar);
+  legend(bar, model);
   const tools = ns.html('div', {class: 'toolbar'}, section);
   const zoomBy = (f) => {
     const mid = (state.lo + state.hi) / 2;
@@ -191,7 +204,8 @@ ns.renderTimeline = function(section, model, state, suffix = '') {
     const subH = L.comm / Math.max(1, ends.length);
     comm.forEach((e, i) => {
       const outline = x(e.ts + e.dur) - x(e.ts) > 4 ? {stroke: '#fff', 'stroke-width': 0.8} : {};
-      const el = rect(e, 'comm', commColor(e), Object.assign({'data-subrow': rowOf[i]}, outline));
+      const attrs = Object.assign({'data-subrow': rowOf[i]}, e.args.carries ? {'data-carries': e.args.carries} : {});
+      const el = rect(e, 'comm', commColor(e), Object.assign(attrs, outline));
       el.setAttribute('y', ys.comm + rowOf[i] * subH);
       el.setAttribute('height', subH);
     });

@@ -1,0 +1,59 @@
+// Which inference strategy, and its cost (sim/model/inference_plan.cpp), on the setting of Meta's measurements
+// (arXiv 2411.01783: Llama 3 405B, TP8 inside a node, CP across nodes, 128K tokens).
+#include <doctest/doctest.h>
+
+#include "sim/core/error.hpp"
+#include "sim/model/inference_plan.hpp"
+
+using namespace cpsim;
+using namespace cpsim::model;
+
+namespace {
+// T new tokens of 128000 in all (the paper's rows are shares of its 128K context).
+PrefillChoice at_share(double share) {
+  const auto T = static_cast<std::int64_t>(128000 * share);
+  return choose_prefill(paper_problem(T, 128000 - T, 4), paper_machine());
+}
+}  // namespace
+
+TEST_CASE("the paper's overlap condition on its setting falls between its 2.5% and 10% rows") {
+  const PrefillChoice c = at_share(0.05);
+  const double share = c.peak_tokens / 128000;
+  CHECK(share > 0.025);
+  CHECK(share < 0.10);
+  CHECK(c.message_bound == doctest::Approx(2.0 / 16));       // 2 Nkv / Nq
+  CHECK(c.bytes_bound == doctest::Approx(2.0 * 128 / (16 * 257)));  // 2 Nkv D / (Nq (2D+1))
+  CHECK(c.reasons.size() == 5);
+}
+
+TEST_CASE("pass-Q is modeled faster for a few new tokens after a long cache, pass-KV for a large share") {
+  const PrefillChoice few = at_share(0.001), many = at_share(0.10), most = at_share(0.5);
+  CHECK(few.choice == InferenceKind::pass_q);
+  CHECK(few.pass_q.bytes_sent < few.pass_kv.bytes_sent);
+  CHECK(many.choice == InferenceKind::pass_kv);
+  CHECK(most.choice == InferenceKind::pass_kv);
+  CHECK(most.pass_q.bytes_sent > most.pass_kv.bytes_sent);
+  // pass-Q's all-to-all of the partials is never hidden; pass-KV's transfer is once the blocks outlast it.
+  CHECK(many.pass_q.exposed_us > 0);
+  CHECK(many.kv_step_us <= many.block_us);
+  CHECK(many.pass_kv.exposed_us == doctest::Approx(0).epsilon(1e-9));
+}
+
+TEST_CASE("modeled decode time per token grows with the CP degree at 128K, batch 1, as the paper measured") {
+  const Machine m = paper_machine();
+  double last = 0;
+  for (int C : {1, 2, 4}) {
+    const InferenceTime t = model_inference(paper_problem(1, 128 * 1024, C), InferenceKind::decode, m);
+    INFO("C=", C, " decode ", t.us, " us");
+    CHECK(t.us > last);
+    last = t.us;
+  }
+}
+
+TEST_CASE("a CP group of one rank per node puts every rank on its own node and NIC") {
+  const Machine m = with_ranks_per_node(load_machine("h100-ib"), 1);
+  CHECK(m.ranks_per_node == 1);
+  CHECK(m.nics_per_node == 1);
+  CHECK(m.nodes_for(4) == 4);
+  CHECK_THROWS_AS(with_ranks_per_node(m, 0), UsageError);
+}
