@@ -21,6 +21,13 @@ std::string num(double x) {
   return buf;
 }
 
+// A relative error as a percentage with one decimal: "5.2%", with its sign when `sign`: "+1.0%".
+std::string pct(double fraction, bool sign = false) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, sign ? "%+.1f%%" : "%.1f%%", fraction * 100);
+  return buf;
+}
+
 // t ~ a + b x, weighted by 1/t^2 (relative error); returns the rms relative error.
 struct Line {
   double a = 0, b = 0, rms = 0;
@@ -193,10 +200,11 @@ void fit_one_node(Fitter& f, const std::vector<Fitted>& fits) {
              "-g 4 and -g 8, to fit both)");
     }
   }
-  double e = 0;  // the floors' rms relative error on the fitted line
+  // The residual: the floors' rms relative error on the fitted line, with each floor's own over its rows.
+  double e = 0;
   for (const Fitted* x : floors) {
     const double F = x->regimes.floor.intercept_us;
-    e += std::pow((base + (x->table->ranks - 1) * step) / F - 1, 2);
+    e += std::pow((base + (x->table->ranks - 1) * step) / F - 1, 2) + std::pow(x->regimes.floor.rms, 2);
   }
   const double rms = std::sqrt(e / static_cast<double>(floors.size()));
   if (base != m.collective_base_us) f.set(base_field, base, "F = base + (C-1) step over " + from, rms, rows);
@@ -265,8 +273,8 @@ std::string check_of(const Machine& m, const Fitted& x) {
   std::string out = table_name(t) + ": the fitted machine's rms error";
   const auto part = [&](const char* name, std::size_t b, std::size_t e) {
     if (b < e)
-      out += std::string(" ") + name + " " + num(rms_over(model, t.times_us, b, e) * 100) + "% over " +
-             rows_text(t, b, e) + ",";
+      out +=
+          std::string(" ") + name + " " + pct(rms_over(model, t.times_us, b, e)) + " over " + rows_text(t, b, e) + ",";
   };
   part("floor", r.floor.begin, r.floor.end);
   part("protocol switch", r.switch_begin, r.switch_end);
@@ -275,7 +283,7 @@ std::string check_of(const Machine& m, const Fitted& x) {
   if (!t.in_place_us.empty() && !r.plateau.empty()) {
     double in = 0, outp = 0;
     for (std::size_t i = r.plateau.begin; i < r.plateau.end; ++i) in += 1 / t.in_place_us[i], outp += 1 / t.times_us[i];
-    out += "; in-place plateau busbw " + num((in / outp - 1) * 100) + "% from out-of-place (out-of-place fitted)";
+    out += "; in-place plateau busbw " + pct(in / outp - 1, true) + " from out-of-place (out-of-place fitted)";
   }
   return out;
 }
