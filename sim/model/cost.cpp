@@ -187,17 +187,20 @@ double collective_us(const Machine& m, Collective c, const std::vector<int>& gro
       for (int l = 0; l < L; ++l) members.push_back(per_group(m, group, l - 1));
       double slowest = 0;
       for (int a : group) {
-        std::vector<double> sum(static_cast<std::size_t>(L), 0);
+        std::vector<double> sum(static_cast<std::size_t>(L), 0), rate(static_cast<std::size_t>(L), 0);
+        rate[0] = level_link(m, 0).collective_gbps;
+        for (int l = 1; l < L; ++l) {
+          const int members_below = members[static_cast<std::size_t>(l)].at(group_of(m, a, l - 1));
+          rate[static_cast<std::size_t>(l)] =
+              level_link(m, l).p2p_gbps * std::min(1.0, static_cast<double>(level_links(m, l)) / members_below);
+        }
         for (int b : group) {
           if (b == a) continue;
           const int meet = meet_level(m, a, b);
-          sum[0] += meet == 0 ? level_link(m, 0).step_us() + transfer_us(n, level_link(m, 0).collective_gbps) : 0;
-          for (int l = 1; l <= meet; ++l) {
-            const auto members_below = members[static_cast<std::size_t>(l)].at(group_of(m, a, l - 1));
-            const double share = std::min(1.0, static_cast<double>(level_links(m, l)) / members_below);
+          sum[0] += meet == 0 ? level_link(m, 0).step_us() + transfer_us(n, rate[0]) : 0;
+          for (int l = 1; l <= meet; ++l)
             sum[static_cast<std::size_t>(l)] +=
-                (l == meet ? level_link(m, l).step_us() : 0.0) + transfer_us(n, level_link(m, l).p2p_gbps * share);
-          }
+                (l == meet ? level_link(m, l).step_us() : 0.0) + transfer_us(n, rate[static_cast<std::size_t>(l)]);
         }
         for (double t : sum) slowest = std::max(slowest, t);
       }
