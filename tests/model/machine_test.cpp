@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../cli/run_cli.hpp"
 #include "relative_error.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
@@ -444,4 +445,19 @@ TEST_CASE("the NVLink + InfiniBand cluster preset: rings over leaves at k NICs, 
   }
   CHECK(p2p_us(m, 1, 0, 256) - p2p_us(m, 1, 0, 8) ==
         doctest::Approx(m.levels[2].link.latency_us - m.levels[1].link.latency_us));
+}
+
+TEST_CASE("cpsim predict --print-machine prints the level presets as files that load as the presets") {
+  for (const char* name : {"h100-pcie-8", "h100-ib-pods"}) {
+    CAPTURE(name);
+    const auto r = cpsim::test::run_cli(std::string("predict --print-machine ") + name, "print_machine");
+    REQUIRE(r.rc == 0);
+    const Machine printed = parse_machine(r.out, "printed"), preset = load_machine(name);
+    REQUIRE(printed.levels.size() == preset.levels.size());
+    for (std::size_t l = 0; l < preset.levels.size(); ++l) {
+      CHECK(printed.levels[l].name == preset.levels[l].name);
+      CHECK(printed.levels[l].link.collective_gbps == preset.levels[l].link.collective_gbps);
+      CHECK(printed.sources.count("levels." + preset.levels[l].name + ".gbps") == 1);
+    }
+  }
 }
