@@ -102,6 +102,20 @@ void print_published_fits() {
   }
 }
 
+// Every fitted value with the rms relative error of its fit and the rows it came from, then the warnings and each
+// table replayed on the fitted machine.
+void print_fits(std::ostream& os, const std::string& base, const model::Calibration& c) {
+  os << "Fitted on " << base << " (" << c.fitted.size() << " values; the rest kept):\n"
+     << "  " << left("field", 32) << right("before", 10) << "    " << left("after", 10) << right("residual", 9) << "  "
+     << left("sizes", 30) << "from\n";
+  for (const auto& f : c.fitted)
+    os << "  " << left(f.field, 32) << right(fixed(f.before, 2), 10) << " -> " << left(fixed(f.after, 2), 10)
+       << right(f.residual < 0 ? std::string("-") : fixed(f.residual * 100, 1) + "%", 9) << "  "
+       << left(f.sizes.empty() ? std::string("-") : f.sizes, 30) << f.source.substr(f.source.find(": ") + 2) << "\n";
+  for (const auto& w : c.warnings) os << "Warning: " << w << "\n";
+  for (const auto& check : c.checks) os << "Check: " << check << "\n";
+}
+
 int cmd_calibrate(const std::vector<std::string>& args) {
   po::options_description desc(
       "cpsim calibrate: a machine file fitted to nccl-tests tables and cpsim bench gpu_attention --json");
@@ -135,7 +149,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
                                           std::tuple{model::NcclTest::all_gather, &all_gather, "all-gather"},
                                           std::tuple{model::NcclTest::all_to_all, &all_to_all, "all-to-all"}})
     for (const auto& f : *files)
-      tables.push_back(model::parse_nccl_table(test, read_input(flag, f, fix), std::filesystem::path(f).filename()));
+      for (auto& t : model::parse_nccl_runs(test, read_input(flag, f, fix), std::filesystem::path(f).filename()))
+        tables.push_back(std::move(t));
   std::vector<model::AttentionBench> benches;
   for (const auto& f : attention)
     benches.push_back(model::parse_attention_bench(
@@ -146,17 +161,12 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   c.machine.description = "calibrated by cpsim calibrate from the measurements in \"sources\", on " + base.name;
   const std::string text = model::machine_json(c.machine);
   model::parse_machine(text, "the calibrated machine");  // every fitted value within its plausible range
-  if (out.empty()) {
-    std::cout << text;
-    return 0;
-  }
-  write_whole(out, text);
-  std::cout << "Fitted on " << base.name << " (" << c.fitted.size() << " values; the rest kept):\n";
-  for (const auto& f : c.fitted)
-    std::cout << "  " << left(f.field, 36) << right(fixed(f.before, 2), 10) << " -> " << left(fixed(f.after, 2), 10)
-              << f.source.substr(f.source.find(": ") + 2) << "\n";
-  for (const auto& check : c.checks) std::cout << "Check: " << check << "\n";
-  std::cout << "Wrote " << out << " (use it with cpsim predict --machine " << out << ")\n";
+  if (!out.empty()) write_whole(out, text);
+  // What was fitted: to stdout beside a written file, to stderr when the file itself goes to stdout.
+  std::ostream& report = out.empty() ? std::cerr : std::cout;
+  if (out.empty()) std::cout << text;
+  print_fits(report, base.name, c);
+  if (!out.empty()) report << "Wrote " << out << " (use it with cpsim predict --machine " << out << ")\n";
   return 0;
 }
 

@@ -13,40 +13,18 @@
 
 namespace cpsim::model {
 
-const char* nccl_test_name(NcclTest t) {
-  switch (t) {
-    case NcclTest::all_gather:
-      return "all_gather_perf";
-    case NcclTest::all_to_all:
-      return "alltoall_perf";
-    case NcclTest::sendrecv:
-      return "sendrecv_perf";
-  }
-  return "?";
-}
-
 namespace {
-
-std::vector<std::string> tokens(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> out;
-  for (std::string t; in >> t;) out.push_back(t);
-  return out;
-}
-
-bool number(const std::string& s, double& out) {
-  try {
-    std::size_t used = 0;
-    out = std::stod(s, &used);
-    return used == s.size() && std::isfinite(out);
-  } catch (const std::exception&) {
-    return false;
-  }
-}
 
 std::string num(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
+}
+
+// A relative error as a percentage with one decimal: "5.2%", with its sign when `sign`: "+1.0%".
+std::string pct(double fraction, bool sign = false) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, sign ? "%+.1f%%" : "%.1f%%", fraction * 100);
   return buf;
 }
 
@@ -78,87 +56,236 @@ class Fitter {
  public:
   explicit Fitter(const Machine& base) : m_(base) {}
 
-  void set(const std::string& field, double value, const std::string& source) {
+  // A latency may be 0 (a clamped fit); a rate must be above 0.
+  void set(const std::string& field, double value, const std::string& source, double residual = -1,
+           const std::string& sizes = "") {
     double* v = machine_value(m_, field);
     if (v == nullptr) throw Error("calibrate: no field " + field);
-    require(std::isfinite(value) && value > 0,
+    const bool latency = field.ends_with("_us");
+    require(std::isfinite(value) && (value > 0 || (latency && value == 0)),
             "the fit gives " + field + " = " + num(value) + ", which no machine has (" + source + ")",
             "check that the tables come from the machine and the test named");
-    fitted_.push_back({field, *v, value, "cpsim calibrate: " + source});
+    const double before = field.ends_with("step_latency_us") && *v < 0 ? link_latency(field) : *v;
+    fitted_.push_back({field, before, value, residual, sizes, "cpsim calibrate: " + source});
     *v = value;
-    m_.sources[field] = "cpsim calibrate: " + source;
+    m_.sources[field] = "cpsim calibrate: " + source + (sizes.empty() ? "" : ", rows " + sizes);
     done_.insert(field);
   }
   bool has(const std::string& field) const { return done_.count(field) > 0; }
+  void warn(const std::string& w) { warnings_.push_back(w); }
   Machine& m() { return m_; }
   std::vector<FitLine> fitted() const { return fitted_; }
+  std::vector<std::string> warnings() const { return warnings_; }
 
  private:
+  // "intra.step_latency_us" not given: the step costs the link's message latency.
+  double link_latency(const std::string& field) { return *machine_value(m_, field.substr(0, 6) + "latency_us"); }
   Machine m_;
   std::vector<FitLine> fitted_;
   std::set<std::string> done_;
+  std::vector<std::string> warnings_;
 };
 
-std::string rows_of(const NcclTable& t, const Line& l) {
-  return t.origin + ", " + nccl_test_name(t.test) + " on " + std::to_string(t.ranks) + " ranks / " +
-         std::to_string(t.nodes) + " node(s), " + std::to_string(t.sizes.size()) + " sizes " + num(t.sizes.front()) +
-         ".." + num(t.sizes.back()) + " B, rms error " + num(l.rms * 100) + "%";
+// "ag.txt: all_gather_perf on 8 ranks / 1 node(s)"
+std::string table_name(const NcclTable& t) {
+  return t.origin + ": " + nccl_test_name(t.test) + " on " + std::to_string(t.ranks) + " ranks / " +
+         std::to_string(t.nodes) + " node(s)";
 }
 
-// The x of each row: the bytes that cross the bottleneck per the model's equation for the test.
-std::vector<double> scaled(const NcclTable& t, double factor) {
-  std::vector<double> x;
-  for (double s : t.sizes) x.push_back(s * factor);
-  return x;
+// x / size: the bytes the model's equation for the test divides by the bandwidth, per byte of nccl-tests' size.
+double x_per_byte(const NcclTable& t) {
+  const double C = t.ranks, members = static_cast<double>(t.ranks / t.nodes);
+  if (t.test == NcclTest::sendrecv) return 1;
+  if (t.test == NcclTest::all_to_all && t.nodes > 1) return (C - members) / C;
+  return (C - 1) / C;
 }
 
-void fit_sendrecv(Fitter& f, const NcclTable& t) {
+struct Fitted {
+  const NcclTable* table;
+  Regimes regimes;
+};
+
+// A latency the data ask to be negative: 0, and one warning saying so.
+double non_negative(Fitter& f, double us, const std::string& field, const std::string& why) {
+  if (us >= 0) return us;
+  f.warn(field + ": the data ask for " + num(us) + " us (" + why + "); clamped to 0");
+  return 0;
+}
+
+std::string floor_text(const NcclTable& t, const RegimeFit& r) {
+  return table_name(t) + ": the small-message floor " + num(r.intercept_us) + " us" +
+         (r.line ? " (intercept of the LL rows' line)" : " (mean of its rows)");
+}
+
+std::string plateau_text(const NcclTable& t, const RegimeFit& r) {
+  return table_name(t) + ": the busbw plateau" + (r.line ? " (1 / slope of its rows' line)" : " (mean of its rows)");
+}
+
+// sendrecv: the floor is a message's latency, the plateau the link's point-to-point rate.
+void fit_sendrecv(Fitter& f, const Fitted& x) {
+  const NcclTable& t = *x.table;
   require(t.ranks == 2, t.origin + ": sendrecv_perf is fitted on 2 ranks (it names " + std::to_string(t.ranks) + ")",
           "run sendrecv_perf -g 2 (one node) or on two nodes with one GPU each");
-  const Line l = fit_line(t.sizes, t.times_us);
   const std::string link = t.nodes == 1 ? "intra" : "inter";
-  f.set(link + ".latency_us", l.a, rows_of(t, l) + ": intercept");
-  f.set(link == "intra" ? "intra.p2p_gbps" : "inter.gbps", 1e-3 / l.b, rows_of(t, l) + ": 1 / slope");
+  const RegimeFit &fl = x.regimes.floor, &pl = x.regimes.plateau;
+  if (!fl.empty())
+    f.set(link + ".latency_us", non_negative(f, fl.intercept_us, link + ".latency_us", floor_text(t, fl)),
+          floor_text(t, fl), fl.rms, rows_text(t, fl.begin, fl.end));
+  if (!pl.empty())
+    f.set(link == "intra" ? "intra.p2p_gbps" : "inter.gbps", pl.gbps, plateau_text(t, pl), pl.rms,
+          rows_text(t, pl.begin, pl.end));
 }
 
-void fit_all_gather(Fitter& f, const NcclTable& t) {
-  const int C = t.ranks, G = t.nodes;
-  const Line l = fit_line(scaled(t, (C - 1.0) / C), t.times_us);
+// One node: the bandwidth from the plateau of the widest group's table; base and step from the floors
+// F_i = base + (C_i - 1) step: both by least squares (weights 1 / F_i^2) with two group sizes or more, else the
+// step alone, base the base machine's.
+void fit_one_node(Fitter& f, const std::vector<Fitted>& fits) {
+  std::vector<const Fitted*> use;
+  for (const NcclTest test : {NcclTest::all_gather, NcclTest::all_to_all}) {
+    for (const Fitted& x : fits)
+      if (x.table->test == test && x.table->nodes == 1) use.push_back(&x);
+    if (!use.empty()) break;  // the all_gather tables when there are any
+  }
+  if (use.empty()) return;
+  // 1. The bandwidth.
+  const Fitted* widest = nullptr;
+  for (const Fitted* x : use)
+    if (!x->regimes.plateau.empty() && (widest == nullptr || x->table->ranks > widest->table->ranks)) widest = x;
+  if (widest != nullptr) {
+    const RegimeFit& pl = widest->regimes.plateau;
+    f.set("intra.gbps", pl.gbps, plateau_text(*widest->table, pl), pl.rms, rows_text(*widest->table, pl.begin, pl.end));
+  }
+  // 2. The floors.
+  std::vector<const Fitted*> floors;
+  std::set<int> sizes;
+  for (const Fitted* x : use)
+    if (!x->regimes.floor.empty()) floors.push_back(x), sizes.insert(x->table->ranks);
+  if (floors.empty()) return;
   Machine& m = f.m();
-  const double lat = (C - G) * m.intra.latency_us + (G - 1) * m.inter.latency_us;
-  if (!f.has("collective.base_latency_us"))
-    f.set("collective.base_latency_us", l.a - lat, rows_of(t, l) + ": intercept - the ring's step latencies");
-  const double busbw = 1e-3 / l.b;
-  if (G == 1) {
-    f.set("intra.gbps", busbw, rows_of(t, l) + ": busbw = 1 / slope");
+  double s0 = 0, s1 = 0, s2 = 0, r0 = 0, r1 = 0;  // weighted normal equations of F = base + (C - 1) step
+  std::string from, rows;
+  for (const Fitted* x : floors) {
+    const double F = x->regimes.floor.intercept_us, c = x->table->ranks - 1.0, w = 1 / (F * F);
+    s0 += w, s1 += w * c, s2 += w * c * c, r0 += w * F, r1 += w * c * F;
+    from += (from.empty() ? "" : "; ") + floor_text(*x->table, x->regimes.floor);
+    rows += (rows.empty() ? "" : "; ") + rows_text(*x->table, x->regimes.floor.begin, x->regimes.floor.end);
+  }
+  const std::string step_field = "intra.step_latency_us", base_field = "collective.base_latency_us";
+  double base = m.collective_base_us, step = 0;
+  if (sizes.size() >= 2) {
+    const double det = s0 * s2 - s1 * s1;
+    base = (r0 * s2 - r1 * s1) / det;
+    step = (s0 * r1 - s1 * r0) / det;
+    if (base < 0) {
+      f.warn(base_field + ": the floors ask for " + num(base) + " us; clamped to 0, the step refitted");
+      base = 0;
+      step = r1 / s2;
+    }
+    if (step < 0) {
+      f.warn(step_field + ": the floors ask for " + num(step) + " us; clamped to 0, base their weighted mean");
+      step = 0;
+      base = r0 / s0;
+    }
   } else {
-    const int k = std::min(C / G, m.nics_per_node);
-    require(busbw < m.intra.collective_gbps,
-            t.origin + ": the multi-node all-gather runs at " + num(busbw) + " GB/s, no slower than NVLink (" +
-                num(m.intra.collective_gbps) + "), so the network's rate cannot be told from it",
+    const double F = r0 / s0, c = *sizes.begin() - 1.0;
+    step = (F - base) / c;
+    if (step < 0) {
+      f.warn(step_field + ": the floor " + num(F) + " us is below " + m.name + "'s base latency " + num(base) +
+             " us, so the data ask for a step of " + num(step) + " us; clamped to 0, the base set to the floor");
+      step = 0;
+      base = F;
+    } else {
+      f.warn(base_field + ": kept at " + m.name + "'s " + num(base) +
+             " us (tables of one group size cannot split the floor into base and steps; give tables at two, e.g. "
+             "-g 4 and -g 8, to fit both)");
+    }
+  }
+  // The residual: the floors' rms relative error on the fitted line, with each floor's own over its rows.
+  double e = 0;
+  for (const Fitted* x : floors) {
+    const double F = x->regimes.floor.intercept_us;
+    e += std::pow((base + (x->table->ranks - 1) * step) / F - 1, 2) + std::pow(x->regimes.floor.rms, 2);
+  }
+  const double rms = std::sqrt(e / static_cast<double>(floors.size()));
+  if (base != m.collective_base_us) f.set(base_field, base, "F = base + (C-1) step over " + from, rms, rows);
+  f.set(step_field, step, "F = base + (C-1) step over " + from, rms, rows);
+}
+
+// G nodes, all_gather: the plateau's busbw, when below NVLink's, is k NIC rates; the floor gives the network step.
+void fit_all_gather_nodes(Fitter& f, const Fitted& x) {
+  const NcclTable& t = *x.table;
+  const int C = t.ranks, G = t.nodes;
+  Machine& m = f.m();
+  const RegimeFit &fl = x.regimes.floor, &pl = x.regimes.plateau;
+  if (!pl.empty()) {
+    const int k = std::min(C / G, level_links(m, 1));
+    const double nvlink = level_link(m, 0).collective_gbps;
+    require(pl.gbps < nvlink,
+            t.origin + ": the multi-node all-gather runs at " + num(pl.gbps) + " GB/s, no slower than NVLink (" +
+                num(nvlink) + "), so the network's rate cannot be told from it",
             "fit intra.gbps from a one-node all_gather_perf table first (give it before this one)");
-    f.set("inter.collective_gbps", busbw / k, rows_of(t, l) + ": busbw / " + std::to_string(k) + " NICs in the rings");
+    f.set("inter.collective_gbps", pl.gbps / k, plateau_text(t, pl) + " / " + std::to_string(k) + " NICs in the rings",
+          pl.rms, rows_text(t, pl.begin, pl.end));
+  }
+  if (!fl.empty()) {
+    const double step = (fl.intercept_us - m.collective_base_us - (C - G) * level_link(m, 0).step_us()) / (G - 1);
+    const std::string field = "inter.step_latency_us";
+    f.set(field, non_negative(f, step, field, floor_text(t, fl) + " less base and the NVLink steps"),
+          floor_text(t, fl) + ": F = base + (C-G) step_intra + (G-1) step_inter", fl.rms,
+          rows_text(t, fl.begin, fl.end));
   }
 }
 
-void fit_all_to_all(Fitter& f, const NcclTable& t) {
-  const int C = t.ranks, G = t.nodes, members = C / G;
+// G nodes, alltoall: the plateau is a NIC's share of the flows of the node's m members; the floor the C - m
+// network steps (when no multi-node all_gather gave them).
+void fit_all_to_all_nodes(Fitter& f, const Fitted& x) {
+  const NcclTable& t = *x.table;
+  const int C = t.ranks, members = t.ranks / t.nodes;
   Machine& m = f.m();
-  if (G == 1) {
-    const Line l = fit_line(scaled(t, (C - 1.0) / C), t.times_us);
-    if (!f.has("collective.base_latency_us"))
-      f.set("collective.base_latency_us", l.a - (C - 1) * m.intra.latency_us,
-            rows_of(t, l) + ": intercept - the steps' latencies");
-    if (!f.has("intra.gbps")) f.set("intra.gbps", 1e-3 / l.b, rows_of(t, l) + ": 1 / slope");
-    return;
+  const RegimeFit &fl = x.regimes.floor, &pl = x.regimes.plateau;
+  if (!pl.empty() && !f.has("inter.gbps")) {
+    const double share = std::min(1.0, static_cast<double>(level_links(m, 1)) / members);
+    f.set("inter.gbps", pl.gbps / share,
+          plateau_text(t, pl) + " in x = (C-m) size / C, the NICs shared by " + std::to_string(members), pl.rms,
+          rows_text(t, pl.begin, pl.end));
   }
-  const Line l = fit_line(scaled(t, static_cast<double>(C - members) / C), t.times_us);
-  if (!f.has("collective.base_latency_us"))
-    f.set("collective.base_latency_us", l.a - (C - members) * m.inter.latency_us,
-          rows_of(t, l) + ": intercept - the network steps' latencies");
-  const double nic = 1e-3 / l.b, share = std::min(1.0, static_cast<double>(m.nics_per_node) / members);
-  if (!f.has("inter.gbps"))
-    f.set("inter.gbps", nic / share, rows_of(t, l) + ": 1 / slope, the NICs shared by " + std::to_string(members));
+  if (!fl.empty() && !f.has("inter.step_latency_us")) {
+    const std::string field = "inter.step_latency_us";
+    const double step = (fl.intercept_us - m.collective_base_us) / (C - members);
+    f.set(field, non_negative(f, step, field, floor_text(t, fl) + " less base"),
+          floor_text(t, fl) + ": F = base + (C-m) step_inter", fl.rms, rows_text(t, fl.begin, fl.end));
+  }
+}
+
+// The rms relative error of the modeled times over rows [begin, end).
+double rms_over(const std::vector<double>& model, const std::vector<double>& measured, std::size_t begin,
+                std::size_t end) {
+  double e = 0;
+  for (std::size_t i = begin; i < end; ++i) e += std::pow(model[i] / measured[i] - 1, 2);
+  return end > begin ? std::sqrt(e / static_cast<double>(end - begin)) : 0;
+}
+
+// A table replayed on the fitted machine, regime by regime; and its in-place plateau against the out-of-place one.
+std::string check_of(const Machine& m, const Fitted& x) {
+  const NcclTable& t = *x.table;
+  const Regimes& r = x.regimes;
+  const std::vector<double> model = modeled_times_us(m, t);
+  std::string out = table_name(t) + ": the fitted machine's rms error";
+  const auto part = [&](const char* name, std::size_t b, std::size_t e) {
+    if (b < e)
+      out +=
+          std::string(" ") + name + " " + pct(rms_over(model, t.times_us, b, e)) + " over " + rows_text(t, b, e) + ",";
+  };
+  part("floor", r.floor.begin, r.floor.end);
+  part("protocol switch", r.switch_begin, r.switch_end);
+  part("plateau", r.plateau.begin, r.plateau.end);
+  out.pop_back();
+  if (!t.in_place_us.empty() && !r.plateau.empty()) {
+    double in = 0, outp = 0;
+    for (std::size_t i = r.plateau.begin; i < r.plateau.end; ++i) in += 1 / t.in_place_us[i], outp += 1 / t.times_us[i];
+    out += "; in-place plateau busbw " + pct(in / outp - 1, true) + " from out-of-place (out-of-place fitted)";
+  }
+  return out;
 }
 
 void fit_attention(Fitter& f, const AttentionBench& b) {
@@ -231,47 +358,6 @@ void fit_attention(Fitter& f, const AttentionBench& b) {
 
 }  // namespace
 
-NcclTable parse_nccl_table(NcclTest test, const std::string& text, const std::string& origin) {
-  NcclTable t;
-  t.test = test;
-  t.origin = origin;
-  std::set<std::string> hosts;
-  std::size_t time_col = 5;  // size count type redop root time ...
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    auto tok = tokens(line);
-    if (tok.empty()) continue;
-    if (tok[0] == "#") {
-      // "#  Rank  0 Group  0 Pid 1234 on host device  0 [0x18] NVIDIA H100"
-      if (tok.size() > 7 && tok[1] == "Rank") {
-        ++t.ranks;
-        const auto on = std::find(tok.begin(), tok.end(), "on");
-        if (on != tok.end() && on + 1 != tok.end()) hosts.insert(*(on + 1));
-      }
-      // the header naming the columns: "# size count type redop root time algbw busbw #wrong ..."
-      const auto time = std::find(tok.begin(), tok.end(), "time");
-      if (tok.size() > 1 && tok[1] == "size" && time != tok.end())
-        time_col = static_cast<std::size_t>(time - tok.begin()) - 1;
-      continue;
-    }
-    double size = 0, us = 0;
-    if (tok.size() <= time_col || !number(tok[0], size) || !number(tok[time_col], us)) continue;
-    if (size <= 0 || us <= 0) continue;
-    t.sizes.push_back(size);
-    t.times_us.push_back(us);
-  }
-  const std::string fix =
-      std::string("save the whole output of ") + nccl_test_name(test) + " (e.g. -b 8 -e 1G -f 2), its header included";
-  require(t.sizes.size() >= 2, origin + " holds no nccl-tests table of two sizes or more", fix);
-  require(t.ranks >= 2, origin + " names no ranks (nccl-tests' '#  Rank N ... on HOST' lines)", fix);
-  t.nodes = static_cast<int>(std::max<std::size_t>(1, hosts.size()));
-  require(t.ranks % t.nodes == 0,
-          origin + ": " + std::to_string(t.ranks) + " ranks on " + std::to_string(t.nodes) +
-              " hosts is not the same count on every node",
-          "run one rank per GPU on nodes of equal size");
-  return t;
-}
-
 AttentionBench parse_attention_bench(const std::string& text, const std::string& origin) {
   const std::string fix = "give the output of `cpsim bench gpu_attention --json`";
   const Json root = parse_json(text, origin, fix);
@@ -337,28 +423,25 @@ std::vector<double> modeled_times_us(const Machine& m, const NcclTable& t) {
 
 Calibration calibrate(const Machine& base, const std::vector<NcclTable>& tables,
                       const std::vector<AttentionBench>& benches) {
+  require(tables.empty() || base.levels.empty() || base.levels.size() == 2,
+          "calibrate fits nccl-tests tables to machines of two levels (intra, inter); " + base.name + " has " +
+              std::to_string(base.levels.size()) + " levels",
+          "calibrate on a two-level machine (--machine h100-ib) and write the levels from the fitted values");
   Fitter f(base);
-  // Latencies first (the sendrecv tables), then the collectives that use them, one node before many.
-  auto each = [&](NcclTest test, bool multi, auto fit) {
-    for (const NcclTable& t : tables)
-      if (t.test == test && (t.nodes > 1) == multi) fit(f, t);
-  };
-  each(NcclTest::sendrecv, false, fit_sendrecv);
-  each(NcclTest::sendrecv, true, fit_sendrecv);
-  each(NcclTest::all_gather, false, fit_all_gather);
-  each(NcclTest::all_to_all, false, fit_all_to_all);
-  each(NcclTest::all_gather, true, fit_all_gather);
-  each(NcclTest::all_to_all, true, fit_all_to_all);
+  std::vector<Fitted> fits;
+  for (const NcclTable& t : tables) fits.push_back({&t, regimes_of(t, x_per_byte(t))});
+  // Latencies and point-to-point rates first (the sendrecv tables), then one node's collectives, then many.
+  for (const bool multi : {false, true})
+    for (const Fitted& x : fits)
+      if (x.table->test == NcclTest::sendrecv && (x.table->nodes > 1) == multi) fit_sendrecv(f, x);
+  fit_one_node(f, fits);
+  for (const NcclTest test : {NcclTest::all_gather, NcclTest::all_to_all})
+    for (const Fitted& x : fits)
+      if (x.table->test == test && x.table->nodes > 1)
+        test == NcclTest::all_gather ? fit_all_gather_nodes(f, x) : fit_all_to_all_nodes(f, x);
   for (const AttentionBench& b : benches) fit_attention(f, b);
-  Calibration c{f.m(), f.fitted(), {}};
-  for (const NcclTable& t : tables) {
-    const std::vector<double> model = modeled_times_us(c.machine, t);
-    double e = 0;
-    for (std::size_t i = 0; i < model.size(); ++i) e += std::pow(model[i] / t.times_us[i] - 1, 2);
-    c.checks.push_back(std::string(nccl_test_name(t.test)) + " (" + t.origin + ", " + std::to_string(t.ranks) +
-                       " ranks / " + std::to_string(t.nodes) + " node(s)): the fitted machine's rms error " +
-                       num(std::sqrt(e / static_cast<double>(model.size())) * 100) + "%");
-  }
+  Calibration c{f.m(), f.fitted(), {}, f.warnings()};
+  for (const Fitted& x : fits) c.checks.push_back(check_of(c.machine, x));
   return c;
 }
 

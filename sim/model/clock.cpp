@@ -229,9 +229,6 @@ class Engine {
     state_.reserve(C);
     replays_.reserve(C);
     for (const Program& program : p.ranks) replays_.push_back(replay_of(program, m));
-    const std::size_t nics = static_cast<std::size_t>(m.nodes_for(static_cast<int>(C)) * m.nics_per_node);
-    nic_tx_free_.assign(nics, 0);
-    nic_rx_free_.assign(nics, 0);
     channels_.resize(C);
     run_.ranks.reserve(C);
     for (std::size_t r = 0; r < C; ++r) {
@@ -448,17 +445,24 @@ class Engine {
     if (s.bytes != r.bytes)
       throw Error("the modeled run: rank " + std::to_string(s.rank) + " sends " + std::to_string(s.bytes) +
                   " bytes but rank " + std::to_string(r.rank) + " receives " + std::to_string(r.bytes));
-    // The ports: each rank's own NVLink port, or the NICs its node assigns it between nodes.
-    const bool intra = same_node(m_, s.rank, r.rank);
-    auto nic = [&](int rank) {
-      return static_cast<std::size_t>(m_.node_of(rank) * m_.nics_per_node + nic_of(m_, rank));
-    };
-    double& tx = intra ? st(s.rank).tx_free : nic_tx_free_[nic(s.rank)];
-    double& rx = intra ? st(r.rank).rx_free : nic_rx_free_[nic(r.rank)];
-    const double start = std::max({s.at, r.at, tx, rx});
+    // The ports: each rank's own port when the two meet at the lowest level (NVLink); above it, at every level
+    // up to where they meet, the link its group of the level below shares (a node's NIC between nodes, then the
+    // uplinks of the groups above; cost.hpp port_of).
+    const int level = meet_level(m_, s.rank, r.rank);
+    boost::container::small_vector<double*, 8> ports;
+    if (level == 0) {
+      ports = {&st(s.rank).tx_free, &st(r.rank).rx_free};
+    } else {
+      for (int l = 1; l <= level; ++l) {
+        ports.push_back(&link_tx_free_[port_of(m_, s.rank, l)]);
+        ports.push_back(&link_rx_free_[port_of(m_, r.rank, l)]);
+      }
+    }
+    double start = std::max(s.at, r.at);
+    for (const double* port : ports) start = std::max(start, *port);
     const double total = p2p_us(m_, s.bytes, s.rank, r.rank);
     const double busy = total - link_between(m_, s.rank, r.rank).latency_us;  // the port is busy for bytes / bw
-    tx = rx = start + busy;
+    for (double* port : ports) *port = start + busy;
     const double end = start + total;
     for (const Posted* side : {&s, &r})
       for (Flight& f : st(side->rank).flights)
@@ -507,7 +511,7 @@ class Engine {
   std::vector<State> state_;
   ModeledRun run_;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue_;
-  std::vector<double> nic_tx_free_, nic_rx_free_;  // per (node, NIC): when its outgoing / incoming side is free
+  std::map<std::int64_t, double> link_tx_free_, link_rx_free_;  // per shared link: when its out / in side is free
   std::vector<std::vector<Channel>> channels_;     // per receiver
   std::map<std::pair<int, std::int64_t>, Gathering> gatherings_;
 };

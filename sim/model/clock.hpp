@@ -5,9 +5,10 @@
 //   isend / irecv   post at the rank's current time and do not block. A message starts when both sides have
 //                   posted and both the sender's outgoing and the receiver's incoming port are free (one message
 //                   at a time per port and direction); it arrives latency + bytes/bw later, which completes both
-//                   requests. Ports: a rank's own NVLink port inside a node; between nodes the NIC its node
-//                   assigns it (cost.hpp nic_of), shared by every flow of the node that crosses that NIC, so a
-//                   NIC's rate is divided among the flows the strategy actually sends through it.
+//                   requests. Ports: a rank's own port at the lowest level (NVLink inside a node); above it
+//                   the link its group of the level below assigns it (cost.hpp port_of: between nodes a NIC),
+//                   shared by every flow of that group that crosses the link, so a link's rate is divided among
+//                   the flows the strategy actually sends through it.
 //   wait            blocks until its request is complete: a transfer issued before a compute and waited after it
 //                   overlaps that compute exactly as far as the strategy lets it, even several ops later (the ring
 //                   backward waits for its dK/dV only before the accumulator is next needed).

@@ -15,20 +15,52 @@ double transfer_us(double bytes, double gbps) {
   return bytes / (gbps * 1e3);
 }
 
-// Members of the group on each node.
-std::map<int, int> per_node(const Machine& m, const std::vector<int>& group) {
-  std::map<int, int> n;
-  for (int r : group) ++n[m.node_of(r)];
+// A rank's group at a level: its index among the level's groups (0 for the level of every rank).
+std::int64_t group_of(const Machine& m, int rank, int level) {
+  const int size = level_ranks(m, level);
+  return size == 0 ? 0 : rank / size;
+}
+
+// Members of the group in each group of one level (level -1: each rank alone).
+std::map<std::int64_t, int> per_group(const Machine& m, const std::vector<int>& group, int level) {
+  std::map<std::int64_t, int> n;
+  for (int r : group) ++n[level < 0 ? r : group_of(m, r, level)];
   return n;
 }
 
-// The ring algorithms' bus bandwidth: NVLink on one node; across nodes each node's ring traffic leaves through
-// k = min(members on the node, NICs) NICs, so the network carries k NIC rates (the least over the nodes).
-double ring_busbw(const Machine& m, const std::map<int, int>& nodes) {
-  if (nodes.size() <= 1) return m.intra.collective_gbps;
-  int k = m.nics_per_node;
-  for (const auto& [node, members] : nodes) k = std::min(k, members);
-  return std::min(m.intra.collective_gbps, k * m.inter.collective_gbps);
+// How a collective's group lies over the levels: hops[l], the steps of a ring over the group (in its order of
+// ranks) whose two ranks meet at level l: g(l-1) - g(l), g(l) = groups of level l it touches (g(-1) = C, and 1
+// above the highest level); top, the highest level a hop crosses (0 for one rank's group).
+struct Spread {
+  std::vector<int> hops;
+  int top = 0;
+};
+Spread spread_of(const Machine& m, const std::vector<int>& group) {
+  const int L = level_count(m);
+  Spread s;
+  s.hops.assign(static_cast<std::size_t>(L), 0);
+  int below = static_cast<int>(group.size());
+  for (int l = 0; l < L; ++l) {
+    const int here = l + 1 == L ? 1 : static_cast<int>(per_group(m, group, l).size());
+    s.hops[static_cast<std::size_t>(l)] = below - here;
+    if (below > here) s.top = l;
+    below = here;
+  }
+  return s;
+}
+
+// The ring algorithms' bus bandwidth: the slowest level up to the highest one its hops cross. The lowest level
+// carries a rank's collective rate; a higher level l carries k_l of its links' rates, k_l = min(links, members in
+// each group of the level below): each of NCCL's rings leaves a group once, and rings lie over distinct links.
+// (Two levels: NVLink on one node; across nodes min(NVLink, k NIC rates).)
+double ring_busbw(const Machine& m, const std::vector<int>& group, const Spread& s) {
+  double bw = level_link(m, 0).collective_gbps;
+  for (int l = 1; l <= s.top; ++l) {
+    int k = level_links(m, l);
+    for (const auto& [g, members] : per_group(m, group, l - 1)) k = std::min(k, members);
+    bw = std::min(bw, k * level_link(m, l).collective_gbps);
+  }
+  return bw;
 }
 
 // Seconds of kernel time for `flops` on `curve` at inner-loop length L (L > 0).
@@ -77,12 +109,45 @@ double grad_add_us(const Machine& m, const Op& op) {
   return memory_us(m, static_cast<std::int64_t>(m.grad_add_bytes_per_element * static_cast<double>(op.elements)));
 }
 
+int level_count(const Machine& m) {
+  return m.levels.empty() ? 2 : static_cast<int>(m.levels.size());
+}
+
+int level_ranks(const Machine& m, int level) {
+  if (m.levels.empty()) return level == 0 ? m.ranks_per_node : 0;
+  return m.levels[static_cast<std::size_t>(level)].ranks;
+}
+
+int level_links(const Machine& m, int level) {
+  if (m.levels.empty()) return level == 0 ? 1 : m.nics_per_node;
+  return m.levels[static_cast<std::size_t>(level)].links;
+}
+
+const Link& level_link(const Machine& m, int level) {
+  if (m.levels.empty()) return level == 0 ? m.intra : m.inter;
+  return m.levels[static_cast<std::size_t>(level)].link;
+}
+
+int meet_level(const Machine& m, int a, int b) {
+  const int L = level_count(m);
+  for (int l = 0; l + 1 < L; ++l)
+    if (group_of(m, a, l) == group_of(m, b, l)) return l;
+  return L - 1;  // the highest level: every rank (or, past its groups, the widest path there is)
+}
+
+std::int64_t port_of(const Machine& m, int rank, int level) {
+  if (level <= 0) return -1 - static_cast<std::int64_t>(rank);  // the rank's own port
+  const int size = level_ranks(m, level - 1);
+  const std::int64_t local = rank % size, link = local * level_links(m, level) / size;
+  return (static_cast<std::int64_t>(level) << 48) | (static_cast<std::int64_t>(rank / size) << 12) | link;
+}
+
 bool same_node(const Machine& m, int a, int b) {
   return m.node_of(a) == m.node_of(b);
 }
 
 const Link& link_between(const Machine& m, int a, int b) {
-  return same_node(m, a, b) ? m.intra : m.inter;
+  return level_link(m, meet_level(m, a, b));
 }
 
 int nic_of(const Machine& m, int rank) {
@@ -98,34 +163,46 @@ double p2p_us(const Machine& m, std::int64_t bytes, int a, int b) {
 double collective_us(const Machine& m, Collective c, const std::vector<int>& group, std::int64_t bytes) {
   const int C = static_cast<int>(group.size());
   if (C <= 1) return 0;
-  const auto nodes = per_node(m, group);
-  const int G = static_cast<int>(nodes.size());
+  const Spread s = spread_of(m, group);
   const double n = static_cast<double>(bytes);
-  const double ring_lat = (C - G) * m.intra.latency_us + (G - 1) * m.inter.latency_us;  // C-1 steps
+  double ring_lat = 0;  // C-1 steps, each at the level its two ranks meet
+  for (int l = 0; l < level_count(m); ++l) ring_lat += s.hops[static_cast<std::size_t>(l)] * level_link(m, l).step_us();
   switch (c) {
     case Collective::all_gather:
     case Collective::reduce_scatter:
-      return m.collective_base_us + ring_lat + transfer_us((C - 1) * n, ring_busbw(m, nodes));
+      return m.collective_base_us + ring_lat + transfer_us((C - 1) * n, ring_busbw(m, group, s));
     case Collective::all_reduce:
-      return m.collective_base_us + 2 * ring_lat + transfer_us(2.0 * (C - 1) / C * n, ring_busbw(m, nodes));
-    case Collective::barrier: {
-      const double lat = G > 1 ? m.inter.latency_us : m.intra.latency_us;
-      return m.collective_base_us + std::ceil(std::log2(static_cast<double>(C))) * lat;
-    }
+      return m.collective_base_us + 2 * ring_lat + transfer_us(2.0 * (C - 1) / C * n, ring_busbw(m, group, s));
+    case Collective::barrier:
+      return m.collective_base_us + std::ceil(std::log2(static_cast<double>(C))) * level_link(m, s.top).step_us();
     case Collective::all_to_all: {
+      // Each rank sends n bytes to every other, one peer per step. The lowest level's link is the rank's own:
+      // it carries the steps to the peers met there, at the collective rate. A higher level l's link carries
+      // every byte that leaves the rank's group of level l - 1 (to peers met at l or above), at its p2p rate
+      // shared by that group's members: min(1, links / members); its steps' latencies are those of the peers
+      // met at l. The levels' links run at once: the slowest decides. (Two levels: NVLink steps and the
+      // network's, overlapped.)
+      const int L = level_count(m);
+      std::vector<std::map<std::int64_t, int>> members;  // per level l: members in each group of level l - 1
+      for (int l = 0; l < L; ++l) members.push_back(per_group(m, group, l - 1));
       double slowest = 0;
       for (int a : group) {
-        const int members = nodes.at(m.node_of(a));  // the flows that share this node's NICs
-        const double nic = m.inter.p2p_gbps * std::min(1.0, static_cast<double>(m.nics_per_node) / members);
-        double intra = 0, inter = 0;
+        std::vector<double> sum(static_cast<std::size_t>(L), 0), rate(static_cast<std::size_t>(L), 0);
+        rate[0] = level_link(m, 0).collective_gbps;
+        for (int l = 1; l < L; ++l) {
+          const int members_below = members[static_cast<std::size_t>(l)].at(group_of(m, a, l - 1));
+          rate[static_cast<std::size_t>(l)] =
+              level_link(m, l).p2p_gbps * std::min(1.0, static_cast<double>(level_links(m, l)) / members_below);
+        }
         for (int b : group) {
           if (b == a) continue;
-          if (same_node(m, a, b))
-            intra += m.intra.latency_us + transfer_us(n, m.intra.collective_gbps);
-          else
-            inter += m.inter.latency_us + transfer_us(n, nic);
+          const int meet = meet_level(m, a, b);
+          sum[0] += meet == 0 ? level_link(m, 0).step_us() + transfer_us(n, rate[0]) : 0;
+          for (int l = 1; l <= meet; ++l)
+            sum[static_cast<std::size_t>(l)] +=
+                (l == meet ? level_link(m, l).step_us() : 0.0) + transfer_us(n, rate[static_cast<std::size_t>(l)]);
         }
-        slowest = std::max(slowest, std::max(intra, inter));
+        for (double t : sum) slowest = std::max(slowest, t);
       }
       return m.collective_base_us + slowest;
     }

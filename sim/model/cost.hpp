@@ -38,10 +38,22 @@ double memory_us(const Machine& m, std::int64_t bytes);
 double memory_op_us(const Machine& m, const Op& op);
 // A backward block's gradient sums outside the kernel (framework.grad_add_bytes_per_element); 0 when none.
 double grad_add_us(const Machine& m, const Op& backward_attention);
-// A message between world ranks a and b: latency + bytes / the link's point-to-point rate.
+// The machine's levels, lowest first: Machine::levels, or the two a file without them describes (0: a node of
+// ranks_per_node ranks on `intra`; 1: every rank on `inter`, nics_per_node links from each node).
+int level_count(const Machine& m);
+int level_ranks(const Machine& m, int level);  // ranks in one group of the level; 0: every rank
+int level_links(const Machine& m, int level);  // links from each group of the level below into this one
+const Link& level_link(const Machine& m, int level);
+// The lowest level whose group holds both ranks (the highest when none does).
+int meet_level(const Machine& m, int a, int b);
+// The port a flow of `rank` crossing `level` takes: its own (level 0), or one of the links of its group of the
+// level below into `level`, shared by that group's flows (rails: local rank g of a group of size s uses link
+// g * links / s; two levels: a node's NICs). Distinct ports have distinct ids.
+std::int64_t port_of(const Machine& m, int rank, int level);
+// A message between world ranks a and b: latency + bytes / the point-to-point rate of the level where they meet.
 double p2p_us(const Machine& m, std::int64_t bytes, int a, int b);
 bool same_node(const Machine& m, int a, int b);
-const Link& link_between(const Machine& m, int a, int b);
+const Link& link_between(const Machine& m, int a, int b);  // the link of the level where a and b meet
 // The NIC of a node that rank r's inter-node flows cross (rails: local GPU g uses NIC g * NICs / ranks_per_node).
 int nic_of(const Machine& m, int rank);
 // A collective over `group` (world ranks), `bytes` per rank as the Communicator call was given them.

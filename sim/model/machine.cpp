@@ -33,9 +33,11 @@ const std::vector<MachineField>& machine_fields() {
       {"intra.gbps", 1e-6, 1e5, false, false, true, true},
       {"intra.p2p_gbps", 1e-6, 1e5, false, false, false, true},
       {"intra.latency_us", 0, 1e6, false, false, true, true},
+      {"intra.step_latency_us", 0, 1e6, false, false, false, true},
       {"inter.gbps", 1e-6, 1e5, false, false, true, true},
       {"inter.collective_gbps", 1e-6, 1e5, false, false, false, true},
       {"inter.latency_us", 0, 1e6, false, false, true, true},
+      {"inter.step_latency_us", 0, 1e6, false, false, false, true},
       {"inter.nics_per_node", 1, 1024, false, true, true, false},
       {"collective.base_latency_us", 0, 1e6, false, false, true, true},
       {"contention.comm_sms", 0, 1e5, false, false, false, true},
@@ -58,9 +60,20 @@ const std::vector<MachineField>& kernel_fields() {
   return fields;
 }
 
+const std::vector<MachineField>& level_fields() {
+  // name, lo, hi, lo_open, whole, required, cost
+  static const std::vector<MachineField> fields = {
+      {"ranks", 0, 1e6, false, true, true, false},      {"links", 1, 1024, false, true, false, false},
+      {"gbps", 1e-6, 1e5, false, false, true, true},    {"p2p_gbps", 1e-6, 1e5, false, false, false, true},
+      {"latency_us", 0, 1e6, false, false, true, true}, {"step_latency_us", 0, 1e6, false, false, false, true},
+  };
+  return fields;
+}
+
 namespace {
 
 constexpr int kMaxKernelDim = 1024;
+constexpr std::size_t kMaxLevels = 16;
 
 std::string num(double x) {
   char buf[32];
@@ -105,12 +118,27 @@ class Reader {
 
   // The field's number, checked against its range; nullopt when absent (UsageError if it is required).
   std::optional<double> get(const std::string& field, bool required_here) {
-    const MachineField* spec = find_field(field);
     const auto dot = field.find('.');
     const auto section = root_.find(field.substr(0, dot));
     const Json* v = nullptr;
     if (section != root_.end())
       if (const auto it = section->find(field.substr(dot + 1)); it != section->end()) v = &*it;
+    return checked(v, field, *find_field(field), required_here);
+  }
+  double need(const std::string& field) { return *get(field, true); }
+  // A level's field ("links") from its object, named "levels.NAME.links" in errors and in `given`.
+  std::optional<double> get_level(const Json& level, const std::string& name, const std::string& key, bool required) {
+    const MachineField* spec = nullptr;
+    for (const auto& f : level_fields())
+      if (f.name == key) spec = &f;
+    const auto it = level.find(key);
+    return checked(it == level.end() ? nullptr : &*it, "levels." + name + "." + key, *spec, required);
+  }
+  std::vector<std::string> given() const { return given_; }
+
+ private:
+  std::optional<double> checked(const Json* v, const std::string& field, const MachineField& f, bool required_here) {
+    const MachineField* spec = &f;
     if (v == nullptr) {
       require(!required_here, origin_ + " has no \"" + field + "\"",
               "add it (see `cpsim predict --print-machine h100-ib`; docs/model.md lists every field)");
@@ -130,14 +158,35 @@ class Reader {
     given_.push_back(field);
     return x;
   }
-  double need(const std::string& field) { return *get(field, true); }
-  std::vector<std::string> given() const { return given_; }
 
- private:
   const Json& root_;
   std::string origin_;
   std::vector<std::string> given_;
 };
+
+const std::string kLevelsFix =
+    "write \"levels\": [{\"name\": \"node\", \"ranks\": 8, \"gbps\": 360, \"latency_us\": 3.4}, "
+    "...] (`cpsim predict --print-machine h100-pcie-8` has one)";
+
+// "levels": a list of 1..16 objects, each with a name and the fields of level_fields().
+void check_level_keys(const Json& levels, const std::string& origin) {
+  require(levels.is_array() && !levels.empty() && levels.size() <= kMaxLevels,
+          origin + ": \"levels\" must be a list of 1 to " + std::to_string(kMaxLevels) + " levels", kLevelsFix);
+  for (const Json& level : levels) {
+    require(level.is_object(), origin + ": \"levels\" holds " + json_text(level).substr(0, 20) + ", not a level",
+            kLevelsFix);
+    for (const auto& item : level.items()) {
+      if (item.key() == "name") {
+        require(item.value().is_string(), origin + ": a level's \"name\" must be a string", kLevelsFix);
+        continue;
+      }
+      bool known = false;
+      for (const auto& f : level_fields()) known = known || f.name == item.key();
+      require(known, origin + ": a level has an unknown field \"" + item.key() + "\"",
+              "use name, ranks, links, gbps, p2p_gbps, latency_us, step_latency_us (docs/model.md, section 4)");
+    }
+  }
+}
 
 // Refuses keys the format does not have, naming the first one, and sections that are not objects.
 void check_keys(const Json& root, const std::string& origin) {
@@ -148,6 +197,10 @@ void check_keys(const Json& root, const std::string& origin) {
     const Json& child = item.value();
     if (key == "name" || key == "description") {
       require(child.is_string(), origin + ": \"" + key + "\" must be a string", "write it as \"" + key + "\": \"...\"");
+      continue;
+    }
+    if (key == "levels") {
+      check_level_keys(child, origin);
       continue;
     }
     const bool kernel = kernel_dim(key) > 0;
@@ -197,6 +250,78 @@ KernelCurves legacy_curves(Reader& r) {
   return k;
 }
 
+bool valid_level_name(const std::string& n) {
+  if (n.empty() || n.size() > 32) return false;
+  for (char c : n)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+// The "levels" of a file: each group made of whole groups of the level below, the node one of them.
+void read_levels(Machine& m, const Json& root, Reader& r, const std::string& origin) {
+  for (const char* section : {"intra", "inter"})
+    require(!root.contains(section), origin + " gives both \"levels\" and the \"" + std::string(section) + "\" section",
+            "describe every link as a level and drop the intra and inter sections");
+  const Json& levels = root["levels"];
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const Json& j = levels[i];
+    Level l;
+    l.name = j.contains("name") ? j["name"].get<std::string>() : "";
+    require(valid_level_name(l.name), origin + ": level " + std::to_string(i + 1) + " has no name of a-z, 0-9 and _",
+            "name it, e.g. \"name\": \"socket\"");
+    for (const Level& before : m.levels)
+      require(before.name != l.name, origin + " names two levels \"" + l.name + "\"", "give each level its own name");
+    l.ranks = static_cast<int>(*r.get_level(j, l.name, "ranks", true));
+    l.links = static_cast<int>(r.get_level(j, l.name, "links", false).value_or(1));
+    l.link.collective_gbps = *r.get_level(j, l.name, "gbps", true);
+    l.link.p2p_gbps = r.get_level(j, l.name, "p2p_gbps", false).value_or(l.link.collective_gbps);
+    l.link.latency_us = *r.get_level(j, l.name, "latency_us", true);
+    l.link.step_latency_us = r.get_level(j, l.name, "step_latency_us", false).value_or(-1);
+    const bool last = i + 1 == levels.size();
+    const int below = m.levels.empty() ? 1 : m.levels.back().ranks;
+    require(l.ranks > 0 || last,
+            origin + ": level \"" + l.name + "\" has ranks 0 (every rank) but is not the last level",
+            "give it its group size, or make it the last level");
+    require(l.ranks == 0 || (l.ranks > below && l.ranks % below == 0),
+            origin + ": level \"" + l.name + "\" has groups of " + std::to_string(l.ranks) +
+                " ranks, not a multiple of the level below's " + std::to_string(below) + " (and larger)",
+            "list the levels from the smallest group up, each made of whole groups of the one below");
+    m.levels.push_back(l);
+  }
+  bool node = false;
+  for (const Level& l : m.levels) node = node || l.ranks == m.ranks_per_node;
+  require(node,
+          origin + ": nodes.ranks_per_node (" + std::to_string(m.ranks_per_node) +
+              ") is the group size of none of its levels",
+          "set it to the ranks of the level that is one node (e.g. 8)");
+  m.intra = m.levels.front().link;
+  m.inter = m.levels.back().link;
+  m.nics_per_node = m.levels.back().links;
+}
+
+Level* level_named(Machine& m, const std::string& name) {
+  for (Level& l : m.levels)
+    if (l.name == name) return &l;
+  return nullptr;
+}
+
+// On a machine with levels: the level a field names and its key there ("levels.socket.gbps" -> socket, "gbps";
+// intra.* the lowest level's, inter.* the highest's under the two-level names: inter.gbps is its p2p rate).
+std::pair<Level*, std::string> level_field(Machine& m, const std::string& field) {
+  const auto dot = field.find('.');
+  const std::string section = field.substr(0, dot), key = field.substr(dot + 1);
+  if (m.levels.empty()) return {nullptr, ""};
+  if (section == "levels") {
+    const auto dot2 = key.find('.');
+    if (dot2 == std::string::npos) return {nullptr, ""};
+    return {level_named(m, key.substr(0, dot2)), key.substr(dot2 + 1)};
+  }
+  if (section == "intra") return {&m.levels.front(), key};
+  if (section == "inter")
+    return {&m.levels.back(), key == "gbps" ? "p2p_gbps" : key == "collective_gbps" ? "gbps" : key};
+  return {nullptr, ""};
+}
+
 }  // namespace
 
 KernelCurves Machine::curves_for(std::int64_t head_dim) const {
@@ -221,6 +346,15 @@ double* machine_value(Machine& m, const std::string& field) {
   const auto dot = field.find('.');
   if (dot == std::string::npos) return nullptr;
   const std::string section = field.substr(0, dot), key = field.substr(dot + 1);
+  if (section == "levels" || (!m.levels.empty() && (section == "intra" || section == "inter"))) {
+    const auto [l, k] = level_field(m, field);
+    if (l == nullptr) return nullptr;
+    if (k == "gbps") return &l->link.collective_gbps;
+    if (k == "p2p_gbps") return &l->link.p2p_gbps;
+    if (k == "latency_us") return &l->link.latency_us;
+    if (k == "step_latency_us") return &l->link.step_latency_us;
+    return nullptr;
+  }
   if (const int d = kernel_dim(section); d > 0) {
     for (auto& k : m.kernels)
       if (k.head_dim == d)
@@ -247,6 +381,8 @@ double* machine_value(Machine& m, const std::string& field) {
   if (field == "intra.gbps") return &m.intra.collective_gbps;
   if (field == "intra.p2p_gbps") return &m.intra.p2p_gbps;
   if (field == "intra.latency_us") return &m.intra.latency_us;
+  if (field == "intra.step_latency_us") return &m.intra.step_latency_us;
+  if (field == "inter.step_latency_us") return &m.inter.step_latency_us;
   if (field == "inter.gbps") return &m.inter.p2p_gbps;
   if (field == "inter.collective_gbps") return &m.inter.collective_gbps;
   if (field == "inter.latency_us") return &m.inter.latency_us;
@@ -291,14 +427,21 @@ Machine parse_machine(const std::string& json, const std::string& origin) {
   m.launch_us = r.need("attention.launch_us");
   m.hbm_gbps = r.need("memory.hbm_gbps");
   // 2. Links: intra.gbps is the collective rate and, unless given, the point-to-point one; inter.gbps a NIC's
-  //    rate for flows and, unless given, in rings.
-  m.intra.collective_gbps = r.need("intra.gbps");
-  m.intra.p2p_gbps = r.get("intra.p2p_gbps", false).value_or(m.intra.collective_gbps);
-  m.intra.latency_us = r.need("intra.latency_us");
-  m.inter.p2p_gbps = r.need("inter.gbps");
-  m.inter.collective_gbps = r.get("inter.collective_gbps", false).value_or(m.inter.p2p_gbps);
-  m.inter.latency_us = r.need("inter.latency_us");
-  m.nics_per_node = static_cast<int>(r.need("inter.nics_per_node"));
+  //    rate for flows and, unless given, in rings; a step of a collective costs the message latency unless given.
+  //    Or the levels of a hierarchy, each alike.
+  if (root.contains("levels")) {
+    read_levels(m, root, r, origin);
+  } else {
+    m.intra.collective_gbps = r.need("intra.gbps");
+    m.intra.p2p_gbps = r.get("intra.p2p_gbps", false).value_or(m.intra.collective_gbps);
+    m.intra.latency_us = r.need("intra.latency_us");
+    m.intra.step_latency_us = r.get("intra.step_latency_us", false).value_or(-1);
+    m.inter.p2p_gbps = r.need("inter.gbps");
+    m.inter.collective_gbps = r.get("inter.collective_gbps", false).value_or(m.inter.p2p_gbps);
+    m.inter.latency_us = r.need("inter.latency_us");
+    m.inter.step_latency_us = r.get("inter.step_latency_us", false).value_or(-1);
+    m.nics_per_node = static_cast<int>(r.need("inter.nics_per_node"));
+  }
   m.collective_base_us = r.need("collective.base_latency_us");
   // 3. Contention and the software stack: absent, they cost nothing (the first format's model).
   m.comm_sms = r.get("contention.comm_sms", false).value_or(0);
@@ -317,7 +460,14 @@ Machine scaled(const Machine& m, const std::string& field, double factor) {
   if (v == nullptr) throw Error("scaled: the machine has no field " + field);
   *v *= factor;
   // The fields that took their default from this one move with it.
-  auto given = [&](const char* f) { return std::find(m.given.begin(), m.given.end(), f) != m.given.end(); };
+  auto given = [&](const std::string& f) { return std::find(m.given.begin(), m.given.end(), f) != m.given.end(); };
+  if (!out.levels.empty()) {  // a level's gbps is its p2p rate too unless the file gave that
+    const auto [l, key] = level_field(out, field);
+    if (l != nullptr && key == "gbps" && !given("levels." + l->name + ".p2p_gbps")) l->link.p2p_gbps *= factor;
+    out.intra = out.levels.front().link;
+    out.inter = out.levels.back().link;
+    return out;
+  }
   if (field == "intra.gbps" && !given("intra.p2p_gbps")) out.intra.p2p_gbps *= factor;
   if (field == "inter.gbps" && !given("inter.collective_gbps")) out.inter.collective_gbps *= factor;
   if (field.starts_with("attention.") && !out.kernels.empty() && out.kernels.front().head_dim == 0) {
@@ -381,13 +531,29 @@ std::string machine_json(const Machine& m) {
       }
     }
   j["memory"] = {{"hbm_gbps", machine_number(m.hbm_gbps)}};
-  j["intra"] = {{"gbps", machine_number(m.intra.collective_gbps)},
-                {"p2p_gbps", machine_number(m.intra.p2p_gbps)},
-                {"latency_us", machine_number(m.intra.latency_us)}};
-  j["inter"] = {{"gbps", machine_number(m.inter.p2p_gbps)},
-                {"collective_gbps", machine_number(m.inter.collective_gbps)},
-                {"latency_us", machine_number(m.inter.latency_us)},
-                {"nics_per_node", machine_number(m.nics_per_node)}};
+  if (m.levels.empty()) {
+    j["intra"] = {{"gbps", machine_number(m.intra.collective_gbps)},
+                  {"p2p_gbps", machine_number(m.intra.p2p_gbps)},
+                  {"latency_us", machine_number(m.intra.latency_us)}};
+    if (m.intra.step_latency_us >= 0) j["intra"]["step_latency_us"] = machine_number(m.intra.step_latency_us);
+    j["inter"] = {{"gbps", machine_number(m.inter.p2p_gbps)},
+                  {"collective_gbps", machine_number(m.inter.collective_gbps)},
+                  {"latency_us", machine_number(m.inter.latency_us)}};
+    if (m.inter.step_latency_us >= 0) j["inter"]["step_latency_us"] = machine_number(m.inter.step_latency_us);
+    j["inter"]["nics_per_node"] = machine_number(m.nics_per_node);
+  } else {
+    Json& levels = j["levels"] = Json::array();
+    for (const Level& l : m.levels) {
+      Json e{{"name", l.name},
+             {"ranks", machine_number(l.ranks)},
+             {"links", machine_number(l.links)},
+             {"gbps", machine_number(l.link.collective_gbps)},
+             {"p2p_gbps", machine_number(l.link.p2p_gbps)},
+             {"latency_us", machine_number(l.link.latency_us)}};
+      if (l.link.step_latency_us >= 0) e["step_latency_us"] = machine_number(l.link.step_latency_us);
+      levels.push_back(e);
+    }
+  }
   j["collective"] = {{"base_latency_us", machine_number(m.collective_base_us)}};
   j["contention"] = {{"comm_sms", machine_number(m.comm_sms)}};
   j["framework"] = {{"step_us", machine_number(m.step_us)},
@@ -399,6 +565,13 @@ std::string machine_json(const Machine& m) {
 }
 
 void check_fits(const Machine& m, int ranks) {
+  if (!m.levels.empty() && m.levels.back().ranks > 0) {
+    const Level& top = m.levels.back();
+    require(ranks <= top.ranks,
+            "machine " + m.name + " has " + std::to_string(top.ranks) + " ranks (its widest level, " + top.name +
+                "), fewer than C=" + std::to_string(ranks),
+            Fix{{"--ranks " + std::to_string(top.ranks) + " or less", "--machine h100-ib for several nodes"}});
+  }
   if (m.max_nodes == 0) return;
   const int most = m.max_nodes * m.ranks_per_node;
   require(ranks <= most,

@@ -16,12 +16,26 @@
 
 namespace cpsim::model {
 
-// One link class (NVLink inside a node, the network between nodes): NCCL moves one point-to-point flow and the
-// many flows of a collective at different rates, so the two are separate.
+// One link class (NVLink inside a node, the network between nodes, a PCIe switch, a socket's bus): NCCL moves one
+// point-to-point flow and the many flows of a collective at different rates and latencies, so they are separate.
 struct Link {
-  double latency_us = 0;       // per message / per collective step
-  double p2p_gbps = 0;         // one send/recv flow, GB/s (1e9 bytes per second); inter: one NIC
-  double collective_gbps = 0;  // intra: a rank's bus bandwidth in NCCL's collectives; inter: per NIC in a ring
+  double latency_us = 0;        // per point-to-point message
+  double p2p_gbps = 0;          // one send/recv flow, GB/s (1e9 bytes per second); inter: one NIC
+  double collective_gbps = 0;   // intra: a rank's bus bandwidth in NCCL's collectives; inter: per NIC in a ring
+  double step_latency_us = -1;  // per step of a collective; < 0: latency_us (files that do not give it)
+  double step_us() const { return step_latency_us < 0 ? latency_us : step_latency_us; }
+};
+
+// One level of a machine's hierarchy (docs/model.md, section 4): ranks form groups of `ranks` consecutive ranks
+// (a GPU pair behind a PCIe switch, a socket, a node, a cluster), each group made of whole groups of the level
+// below. Two ranks meet at the lowest level whose group holds both; a message between them has that level's
+// figures (measured end to end, so they include the hops below).
+struct Level {
+  std::string name;  // [a-z0-9_], unique in a machine: "pcie_switch", "socket", "node", "cluster"
+  int ranks = 0;     // ranks in one group; 0 (the last level only): every rank
+  int links = 1;     // links from each group of the level below into this level, shared by that group's flows
+                     // (a node's NICs for a network level); rings leave a group over at most this many
+  Link link;
 };
 
 // The attention kernel's rate on blocks whose inner loop runs L rows: rate(L) = tflops * L / (L + half_len).
@@ -49,10 +63,14 @@ struct Machine {
   int tile_rows = 128;   // rows per kernel tile, for the occupancy term
   double launch_us = 0;  // fixed cost of every kernel (attention, copy, merge)
   double hbm_gbps = 0;   // device memory bandwidth for copy / add / merge / fill
-  // links
+  // links: two levels (intra, inter), or any number of `levels`
   Link intra;  // inside a node (NVLink / NVSwitch), per rank and direction
   Link inter;  // between nodes (InfiniBand), per NIC and direction
   int nics_per_node = 1;
+  // The hierarchy, lowest level first. Empty: the two levels above (a node of ranks_per_node ranks on `intra`,
+  // then every rank on `inter` over nics_per_node NICs); cost.hpp's level functions read both alike. A file with
+  // levels also sets intra and inter to its lowest and highest level's links (for printing).
+  std::vector<Level> levels;
   double collective_base_us = 0;  // fixed cost of every collective call
   // contention: SMs the kernel of a transfer in flight holds (0: transfers cost the compute nothing)
   double comm_sms = 0;
@@ -80,11 +98,14 @@ struct MachineField {
   bool required;  // false: optional, with the default docs/model.md states
   bool cost;      // a cost the clock uses (moved by `cpsim predict --sensitivity`)
 };
-// Every field but the kernel sections' (kernel_fields()), in file order.
+// Every field but the kernel sections' (kernel_fields()) and the levels' (level_fields()), in file order.
 const std::vector<MachineField>& machine_fields();
+// The fields of one entry of "levels": "ranks", "links", "gbps", "p2p_gbps", "latency_us", "step_latency_us".
+const std::vector<MachineField>& level_fields();
 // The eight fields of a kernel section "kernel_dD" (D = 1..1024): "forward_causal_tflops", ...
 const std::vector<MachineField>& kernel_fields();
-// A field's value in a machine ("intra.p2p_gbps", "kernel_d128.forward_full_half_len"); null if it has none.
+// A field's value in a machine ("intra.p2p_gbps", "kernel_d128.forward_full_half_len", "levels.socket.gbps"); null
+// if it has none. On a machine with levels, intra.* and inter.* are its lowest and highest level's.
 double* machine_value(Machine& m, const std::string& field);
 // The machine with one field multiplied by `factor`, and with it the fields that took their default from it.
 Machine scaled(const Machine& m, const std::string& field, double factor);

@@ -32,12 +32,27 @@ struct Entry {
 };
 using Entries = std::vector<Entry>;
 
-// The preset as a machine file: its sections in the order their fields first appear, then the sources.
+// The preset as a machine file: its sections in the order their fields first appear, then the sources. A level's
+// field "levels.NAME.key" goes to the entry of "levels" with that name (levels in the order they first appear).
 std::string preset_text(const std::string& name, const std::string& description, const Entries& entries) {
   Json j{{"name", name}, {"description", description}};
   for (const Entry& e : entries) {
     const auto dot = e.field.find('.');
-    j[e.field.substr(0, dot)][e.field.substr(dot + 1)] = machine_number(e.value);
+    const std::string section = e.field.substr(0, dot), key = e.field.substr(dot + 1);
+    if (section != "levels") {
+      j[section][key] = machine_number(e.value);
+      continue;
+    }
+    const auto dot2 = key.find('.');
+    const std::string level = key.substr(0, dot2);
+    Json& levels = j["levels"];
+    if (levels.is_null()) levels = Json::array();
+    auto it = std::find_if(levels.begin(), levels.end(), [&](const Json& l) { return l["name"] == level; });
+    if (it == levels.end()) {
+      levels.push_back(Json{{"name", level}});
+      it = levels.end() - 1;
+    }
+    (*it)[key.substr(dot2 + 1)] = machine_number(e.value);
   }
   Json& sources = j["sources"] = Json::object();
   for (const Entry& e : entries) sources[e.field] = e.source;
@@ -307,10 +322,109 @@ std::string local_cpu() {
                      "this project's threads backend: one rank per CPU core, f32, messages are memory copies", e);
 }
 
+// One level's four figures, each with its source.
+Entries level(const std::string& name, double ranks, double links, double gbps, double p2p_gbps, double latency_us,
+              const std::string& ranks_source, const std::string& links_source, const std::string& gbps_source,
+              const std::string& p2p_source, const std::string& latency_source) {
+  const std::string at = "levels." + name + ".";
+  return {{at + "ranks", ranks, ranks_source},
+          {at + "links", links, links_source},
+          {at + "gbps", gbps, gbps_source},
+          {at + "p2p_gbps", p2p_gbps, p2p_source},
+          {at + "latency_us", latency_us, latency_source}};
+}
+
+// H100 PCIe: the SXM part's die with fewer SMs at lower clocks. Its kernels: FlashAttention-3's H100 SXM curves
+// scaled by the datasheets' dense BF16 ratio (756 / 989 TFLOP/s), their shape over S assumed the same.
+constexpr double kPcieScale = 756.0 / 989.0;
+
+// NCCL's figures for PCIe (src/graph/topo.h, src/graph/tuning.cc), as the presets cite them.
+const char* const kPciLatency = "NCCL src/graph/tuning.cc hwLat, PCI, Ring, Simple protocol: 5.7 us per step";
+const char* const kPcieGen5 =
+    "NCCL src/graph/topo.h models a PCIe Gen3 x16 link at 12 GB/s (PCI_BW) and its log prints 24.0 for Gen4 x16 "
+    "(nccl-tests issue 307); Gen5 x16 at 48 GB/s is the same doubling (assumption)";
+
+// One server of 8 H100 PCIe cards and no NVLink: pairs behind PCIe Gen5 switches, two pairs under each CPU
+// socket, the sockets joined by UPI.
+std::string h100_pcie() {
+  Entries e = {
+      {"nodes.ranks_per_node", 8, "8 PCIe cards in one server (assumption: a common 2-socket, 8-slot layout)"},
+      {"nodes.max_nodes", 1, "one server: nothing leaves its PCIe tree"},
+      {"nodes.memory_gb", 80, "H100 PCIe: 80 GB HBM2e (NVIDIA H100 datasheet)"},
+      {"attention.sm_count", 114, "H100 PCIe: 114 SMs (NVIDIA H100 datasheet)"},
+      {"attention.tile_rows", 128, "FlashAttention-3 query tile of 128 rows at d=128"},
+      {"attention.launch_us", kLaunchUs, kLaunchSource},
+      {"memory.hbm_gbps", 1800, "H100 PCIe HBM2e 2.0 TB/s (NVIDIA H100 datasheet) x 0.9 achievable (assumption)"},
+  };
+  add(e, kernels_of(flash_attention_3_sweeps(), kPcieScale, kPcieScale,
+                    "; x 0.764: NVIDIA H100 datasheet dense BF16, 756 TFLOP/s PCIe against 989 SXM (the shape over S "
+                    "assumed as on the SXM part)"));
+  add(e, level("pcie_switch", 2, 1, 48, 48, 5.7, "assumption: two GPUs behind each PCIe switch",
+               "each GPU has its own x16 link to the switch", kPcieGen5,
+               "a send/recv through the switch: the x16 link's rate (as gbps)", kPciLatency));
+  add(e, level("socket", 4, 1, 40, 40, 5.7, "assumption: two PCIe switches under each CPU socket",
+               "one x16 uplink from each switch to the CPU's root complex (assumption)",
+               "NCCL src/graph/topo.h INTEL_P2P_OVERHEAD: Intel CPUs carry GPU peer traffic in 64-byte packets, "
+               "costing 6/5 of the link: 48 / 1.2 = 40 GB/s",
+               "as gbps: the same root complex", kPciLatency));
+  add(e, level("node", 8, 1, 22, 22, 5.7, "two sockets: the whole server",
+               "one UPI path between the two sockets carries every cross-socket flow (NCCL's topology joins the "
+               "CPUs by one SYS link)",
+               "NCCL src/graph/topo.h SRP_QPI_BW: 22 GB/s between Sapphire Rapids sockets (the H100's host CPU "
+               "generation; assumption)",
+               "as gbps: the same UPI path", "NCCL's tuner has no figure for crossing sockets; its PCI one, 5.7 us "
+               "(src/graph/tuning.cc; assumption)"));
+  add(e, {{"collective.base_latency_us", 8.4, "NCCL src/graph/tuning.cc baseLat, Ring, Simple protocol: 8.4 us"},
+          {"contention.comm_sms", 4, kCommSms}});
+  add(e, own_stack());
+  return preset_text("h100-pcie-8",
+                     "one server of 8 H100 PCIe GPUs without NVLink: pairs behind PCIe Gen5 switches, two switches "
+                     "per CPU socket, two sockets joined by UPI; FlashAttention-3 kernels scaled to the PCIe part",
+                     e);
+}
+
+// Nodes of 8 H100 SXM on NVLink, in scalable units of 32 nodes whose NICs meet in rail-optimized leaf switches,
+// the units joined by a spine.
+std::string h100_cluster() {
+  Entries e = {
+      {"nodes.ranks_per_node", 8, "8 H100 SXM GPUs per HGX/DGX H100 board"},
+      {"nodes.max_nodes", 0, "0: as many nodes as the ranks need"},
+      {"nodes.memory_gb", 80, "H100 SXM5: 80 GB HBM3 (NVIDIA H100 datasheet)"},
+      {"attention.sm_count", 132, "H100 SXM5: 132 SMs (NVIDIA H100 datasheet)"},
+      {"attention.tile_rows", 128, "FlashAttention-3 query tile of 128 rows at d=128"},
+      {"attention.launch_us", kLaunchUs, kLaunchSource},
+      {"memory.hbm_gbps", 3000, "H100 SXM5 HBM3 3.35 TB/s (NVIDIA H100 datasheet) x 0.9 achievable (assumption)"},
+  };
+  add(e, kernels_of(flash_attention_3_sweeps()));
+  add(e, level("nvlink", 8, 1, 360, 180, 3.4, "8 GPUs on one NVLink 4 / NVSwitch board",
+               "each GPU its own NVLink ports",
+               "nccl-tests all-gather busbw 360-370 GB/s on 8x H100 SXM (NVLink 4: 450 GB/s per direction)",
+               "nccl-tests sendrecv_perf between two H100s plateaus near 180 GB/s (nccl-tests issue 268)",
+               "NCCL src/graph/tuning.cc hwLat, NVLink, Ring, Simple protocol: 3.4 us per step"));
+  add(e, level("leaf", 256, 8, 25, 48.5, 9.6,
+               "DGX SuperPOD reference architecture: a scalable unit of 32 nodes on rail-optimized leaf switches",
+               "DGX H100: 8 ConnectX-7 400 Gb/s compute ports per node, one per GPU (DGX H100 user guide)",
+               "NCCL issue 1218: all_gather_perf busbw about 200 GB/s on 32 nodes of 8 H100s, over 8 NICs a node",
+               "a 400 Gb/s NIC gives 48-49 GB/s busbw in multi-node all-to-all (nccl-tests issue 267)",
+               "NCCL src/graph/tuning.cc hwLat, network, Ring, Simple protocol: 9.6 us per step"));
+  add(e, level("spine", 0, 256, 25, 48.5, 10.6, "every rank: the scalable units joined by the spine",
+               "assumption: a non-blocking spine, one uplink per leaf port (256 per scalable unit)",
+               "assumption: as the leaf, per NIC (the spine is non-blocking)",
+               "assumption: as the leaf, per NIC",
+               "assumption: the leaf's 9.6 us and two more switch hops (about 0.5 us each)"));
+  add(e, {{"collective.base_latency_us", 8.4, "NCCL src/graph/tuning.cc baseLat, Ring, Simple protocol: 8.4 us"},
+          {"contention.comm_sms", 4, kCommSms}});
+  add(e, own_stack());
+  return preset_text("h100-ib-pods",
+                     "nodes of 8 H100 SXM GPUs on NVLink 4, one 400 Gb/s InfiniBand NIC per GPU; 32 nodes on each "
+                     "rail-optimized leaf, the leaves joined by a spine; FlashAttention-3 kernels",
+                     e);
+}
+
 }  // namespace
 
 std::vector<std::string> machine_preset_names() {
-  return {"h100-sxm-8", "h100-ib", "h800-sxm-8", "a100-sxm-8", "local-cpu"};
+  return {"h100-sxm-8", "h100-ib", "h800-sxm-8", "a100-sxm-8", "local-cpu", "h100-pcie-8", "h100-ib-pods"};
 }
 
 std::string machine_preset_json(std::string_view name) {
@@ -324,6 +438,8 @@ std::string machine_preset_json(std::string_view name) {
   if (name == "h800-sxm-8") return h800();
   if (name == "a100-sxm-8") return a100();
   if (name == "local-cpu") return local_cpu();
+  if (name == "h100-pcie-8") return h100_pcie();
+  if (name == "h100-ib-pods") return h100_cluster();
   std::string list;
   for (const auto& n : machine_preset_names()) list += (list.empty() ? "" : ", ") + n;
   throw UsageError("unknown machine preset '" + std::string(name) + "'; use " + list);

@@ -10,9 +10,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "../cli/run_cli.hpp"
 #include "relative_error.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/json.hpp"
 #include "sim/model/cost.hpp"
+#include "sim/model/predict.hpp"
 
 using namespace cpsim;
 using namespace cpsim::model;
@@ -166,6 +169,10 @@ TEST_CASE("docs/model.md gives every machine field with its plausible range") {
     CAPTURE(f.name);
     CHECK(doc.find("`kernel_dD." + f.name + "`") != std::string::npos);
   }
+  for (const auto& f : level_fields()) {
+    CAPTURE(f.name);
+    CHECK(doc.find("`levels[]." + f.name + "`") != std::string::npos);
+  }
 }
 
 TEST_CASE("a one-node machine refuses more ranks than it has GPUs") {
@@ -273,4 +280,184 @@ TEST_CASE("an all-to-all shares a node's NICs among the group's members on it, n
   for (int r = 0; r < 16; ++r) two_nodes[static_cast<std::size_t>(r)] = r;
   const double crowded = collective_us(m, Collective::all_to_all, two_nodes, n) - m.collective_base_us;
   CHECK(crowded == doctest::Approx(8 * (m.inter.latency_us + n / (m.inter.p2p_gbps / 8 * 1e3))));
+}
+
+namespace {
+
+// A two-level machine's file rewritten as levels: the node on intra's figures, every rank on inter's.
+std::string as_levels(const std::string& two_level_json) {
+  Json j = parse_json(two_level_json, "preset", "");
+  const Json intra = j["intra"], inter = j["inter"];
+  j.erase("intra");
+  j.erase("inter");
+  j["levels"] = Json::array({Json{{"name", "node"},
+                                  {"ranks", j["nodes"]["ranks_per_node"]},
+                                  {"gbps", intra["gbps"]},
+                                  {"p2p_gbps", intra.value("p2p_gbps", intra["gbps"])},
+                                  {"latency_us", intra["latency_us"]}},
+                             Json{{"name", "cluster"},
+                                  {"ranks", 0},
+                                  {"links", inter["nics_per_node"]},
+                                  {"gbps", inter.value("collective_gbps", inter["gbps"])},
+                                  {"p2p_gbps", inter["gbps"]},
+                                  {"latency_us", inter["latency_us"]}}});
+  Json sources = Json::object();
+  for (const auto& item : j["sources"].items())
+    if (!item.key().starts_with("intra.") && !item.key().starts_with("inter.")) sources[item.key()] = item.value();
+  j["sources"] = sources;
+  return json_text(j, true);
+}
+
+std::vector<int> ranks_from(int first, int count, int stride = 1) {
+  std::vector<int> g;
+  for (int i = 0; i < count; ++i) g.push_back(first + i * stride);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("a machine file of levels reads back what it says, and refuses levels that do not nest") {
+  const Machine m = load_machine("h100-pcie-8");
+  REQUIRE(m.levels.size() == 3);
+  CHECK(m.levels[0].name == "pcie_switch");
+  CHECK(m.levels[0].ranks == 2);
+  CHECK(m.levels[1].ranks == 4);
+  CHECK(m.levels[2].ranks == 8);
+  CHECK(meet_level(m, 0, 1) == 0);
+  CHECK(meet_level(m, 0, 3) == 1);
+  CHECK(meet_level(m, 3, 4) == 2);
+  const Machine back = parse_machine(machine_json(m), "written");
+  REQUIRE(back.levels.size() == 3);
+  for (std::size_t l = 0; l < 3; ++l) {
+    CHECK(back.levels[l].name == m.levels[l].name);
+    CHECK(back.levels[l].link.p2p_gbps == m.levels[l].link.p2p_gbps);
+    CHECK(back.levels[l].link.latency_us == m.levels[l].link.latency_us);
+    CHECK(back.levels[l].links == m.levels[l].links);
+  }
+  const std::string good = machine_preset_json("h100-pcie-8");
+  CHECK(error_of(replace(good, "\"ranks\": 4", "\"ranks\": 5")).find("not a multiple of the level below's 2") !=
+        std::string::npos);
+  CHECK(error_of(replace(good, "\"ranks\": 8", "\"ranks\": 0")).find("not the last level") == std::string::npos);
+  CHECK(error_of(replace(good, "\"ranks\": 2", "\"ranks\": 0")).find("is not the last level") != std::string::npos);
+  CHECK(error_of(replace(good, "\"links\": 1", "\"lanes\": 1")).find("unknown field \"lanes\"") != std::string::npos);
+  CHECK(error_of(replace(good, "\"ranks_per_node\": 8", "\"ranks_per_node\": 16")).find("group size of none") !=
+        std::string::npos);
+  CHECK(error_of(replace(good, "\"levels\": [", "\"intra\": {\"gbps\": 1}, \"levels\": ["))
+            .find("both \"levels\" and the \"intra\" section") != std::string::npos);
+  CHECK(error_of(replace(good, "\"gbps\": 22", "\"gbps\": -1")).find("levels.node.gbps") != std::string::npos);
+  CHECK_THROWS_AS(check_fits(m, 16), UsageError);
+}
+
+TEST_CASE("a two-level machine written as levels costs every message and collective exactly as before") {
+  for (const char* name : {"h100-sxm-8", "h100-ib", "h800-sxm-8", "a100-sxm-8", "local-cpu"}) {
+    CAPTURE(name);
+    const Machine two = load_machine(name), levels = parse_machine(as_levels(machine_preset_json(name)), "levels");
+    REQUIRE(levels.levels.size() == 2);
+    const int node = two.ranks_per_node;
+    for (const std::int64_t n : {std::int64_t{1}, std::int64_t{1} << 20, std::int64_t{3} << 28}) {
+      CHECK(p2p_us(levels, n, 0, 1) == p2p_us(two, n, 0, 1));
+      CHECK(p2p_us(levels, n, 0, node + 3) == p2p_us(two, n, 0, node + 3));
+      for (const auto& group : {ranks_from(0, std::min(node, 8)), ranks_from(0, 16), ranks_from(2, 4, node),
+                                ranks_from(0, 64), ranks_from(3, 2)})
+        for (const Collective c : {Collective::all_gather, Collective::reduce_scatter, Collective::all_reduce,
+                                   Collective::all_to_all, Collective::barrier}) {
+          CAPTURE(group.size());
+          CHECK(collective_us(levels, c, group, n) == collective_us(two, c, group, n));
+        }
+    }
+  }
+  // And a whole prediction (counted programs replayed on the clock, NIC sharing included) is the same number.
+  model::PredictSpec spec;
+  spec.problem.ranks = 16;
+  spec.problem.heads = spec.problem.kv_heads = 32;
+  spec.problem.head_dim = 128;
+  spec.problem.dtype = DType::bf16;
+  spec.seqs = {64 << 10};
+  spec.strategies = {{StrategyKind::ulysses, 0}, {StrategyKind::ring, 0}, {StrategyKind::hybrid, 8}};
+  spec.machine = load_machine("h100-ib");
+  const PredictTable two = predict(spec);
+  spec.machine = parse_machine(as_levels(machine_preset_json("h100-ib")), "levels");
+  const PredictTable levels = predict(spec);
+  for (std::size_t i = 0; i < two.cells.size(); ++i) CHECK(levels.cells[i].total_us == two.cells[i].total_us);
+}
+
+TEST_CASE("on the PCIe preset a message follows the level it crosses: all-to-all is many times slower than send/recv") {
+  const Machine m = load_machine("h100-pcie-8");
+  const std::int64_t n = 64 << 20;  // bytes per peer
+  const std::vector<int> all = ranks_from(0, 8);
+  // A pair behind one switch, across the switches of a socket, across the sockets.
+  const double pair = n / p2p_us(m, n, 0, 1) / 1e3, socket = n / p2p_us(m, n, 0, 2) / 1e3,
+               sockets = n / p2p_us(m, n, 0, 7) / 1e3;
+  CHECK(pair > socket);
+  CHECK(socket > sockets);
+  // All-to-all: each socket's 4 ranks send 4 x n across the one UPI path; its busbw (nccl-tests' (C-1)/C x algbw).
+  const double a2a = collective_us(m, Collective::all_to_all, all, n);
+  const Link& upi = m.levels[2].link;
+  CHECK(a2a == doctest::Approx(m.collective_base_us + 4 * (upi.step_us() + n / (upi.p2p_gbps / 4 * 1e3))));
+  const double a2a_busbw = 7.0 * n / a2a / 1e3;
+  CHECK(pair / a2a_busbw > 4);
+  // A ring's busbw is its slowest level's: the sockets' path.
+  const double ring_busbw = 7.0 * n / (collective_us(m, Collective::all_gather, all, n) - m.collective_base_us) / 1e3;
+  CHECK(ring_busbw == doctest::Approx(upi.collective_gbps).epsilon(0.01));
+  // On an NVLink box an all-to-all runs at the collective rate: the two presets differ by far more than their links.
+  const Machine nv = load_machine("h100-sxm-8");
+  const double nv_a2a = collective_us(nv, Collective::all_to_all, all, n),
+               nv_ring = collective_us(nv, Collective::all_gather, all, n);
+  CHECK(a2a / collective_us(m, Collective::all_gather, all, n) > 2 * nv_a2a / nv_ring);
+}
+
+TEST_CASE("ulysses is predicted slower against ring on the PCIe preset than on an NVLink box") {
+  // 64 query heads sharing 8 KV heads (a 70B-class model): ring passes the small K and V, ulysses moves every
+  // head's Q, K, V and O through the all-to-all, whose cross-socket flows share one path.
+  model::PredictSpec spec;
+  spec.problem.ranks = 8;
+  spec.problem.heads = 64;
+  spec.problem.kv_heads = 8;
+  spec.problem.head_dim = 128;
+  spec.problem.dtype = DType::bf16;
+  spec.seqs = {32 << 10, 128 << 10};
+  spec.strategies = {{StrategyKind::ulysses, 0}, {StrategyKind::ring, 0}};
+  double ratio[2][2];
+  int i = 0;
+  for (const char* name : {"h100-sxm-8", "h100-pcie-8"}) {
+    spec.machine = load_machine(name);
+    const PredictTable t = predict(spec);
+    for (std::size_t s = 0; s < 2; ++s) ratio[i][s] = t.cells[2 * s].total_us / t.cells[2 * s + 1].total_us;
+    ++i;
+  }
+  for (std::size_t s = 0; s < 2; ++s) {
+    CAPTURE(s);
+    CHECK(ratio[1][s] > 1.2 * ratio[0][s]);
+  }
+}
+
+TEST_CASE("the NVLink + InfiniBand cluster preset: rings over leaves at k NICs, a spine hop costs its latency") {
+  const Machine m = load_machine("h100-ib-pods");
+  REQUIRE(m.levels.size() == 3);
+  CHECK(meet_level(m, 0, 7) == 0);
+  CHECK(meet_level(m, 0, 8) == 1);
+  CHECK(meet_level(m, 0, 256) == 2);
+  const std::int64_t n = (std::int64_t{2} << 30) / 256;
+  // 32 nodes of one leaf: NCCL issue 1218's about 200 GB/s; 64 nodes over the spine: the same rate.
+  for (const int C : {256, 512}) {
+    const double busbw = (C - 1.0) * n / collective_us(m, Collective::all_gather, ranks_from(0, C), n) / 1e3;
+    CHECK(busbw == doctest::Approx(200).epsilon(0.1));
+  }
+  CHECK(p2p_us(m, 1, 0, 256) - p2p_us(m, 1, 0, 8) ==
+        doctest::Approx(m.levels[2].link.latency_us - m.levels[1].link.latency_us));
+}
+
+TEST_CASE("cpsim predict --print-machine prints the level presets as files that load as the presets") {
+  for (const char* name : {"h100-pcie-8", "h100-ib-pods"}) {
+    CAPTURE(name);
+    const auto r = cpsim::test::run_cli(std::string("predict --print-machine ") + name, "print_machine");
+    REQUIRE(r.rc == 0);
+    const Machine printed = parse_machine(r.out, "printed"), preset = load_machine(name);
+    REQUIRE(printed.levels.size() == preset.levels.size());
+    for (std::size_t l = 0; l < preset.levels.size(); ++l) {
+      CHECK(printed.levels[l].name == preset.levels[l].name);
+      CHECK(printed.levels[l].link.collective_gbps == preset.levels[l].link.collective_gbps);
+      CHECK(printed.sources.count("levels." + preset.levels[l].name + ".gbps") == 1);
+    }
+  }
 }
