@@ -58,8 +58,31 @@ double attention_us(const Machine& m, const Op& op) {
     seconds = kernel_s(op.flops * tri / P, causal, s);
     if (rest > 0) seconds += kernel_s(op.flops * rest / P, full, rest / rows);
   }
-  const double tiles = bh * std::ceil(rows / m.tile_rows);
-  return m.launch_us + seconds * 1e6 / std::min(1.0, tiles / m.sm_count);
+  return m.launch_us + seconds * 1e6 * occupancy_factor(m, op);
+}
+
+double wave_factor(double tiles, int sm_count) {
+  if (tiles <= 0) return 1;
+  const double sm = sm_count;
+  return std::ceil(tiles / sm) * sm / tiles;
+}
+
+double tail_factor(double tiles, double row_tiles, int sm_count) {
+  if (tiles <= 0) return 1;
+  const double n = std::max(1.0, row_tiles);
+  return std::max(1.0, static_cast<double>(sm_count) / tiles * 2 * n / (n + 1));
+}
+
+double occupancy_factor(const Machine& m, const Op& op) {
+  if (op.pairs <= 0 || op.batch_heads <= 0) return 1;
+  const double bh = static_cast<double>(op.batch_heads);
+  const double rows = static_cast<double>(op.backward ? op.k_rows : op.q_rows);
+  const double row_tiles = std::ceil(rows / m.tile_rows), tiles = bh * row_tiles;
+  const double P = static_cast<double>(op.pairs) / bh;
+  const bool full = P >= static_cast<double>(op.q_rows) * static_cast<double>(op.k_rows);
+  // Full blocks: equal tiles in whole waves. Anything causal: tiles of unequal length that fill the last wave,
+  // bounded below by the longest tile (the causal tail).
+  return full ? wave_factor(tiles, m.sm_count) : tail_factor(tiles, row_tiles, m.sm_count);
 }
 
 double memory_us(const Machine& m, std::int64_t bytes) {
