@@ -105,7 +105,8 @@ void plan_step(const model::PredictTable& two) {
       mesh = &e;
   lesson::expect(mesh != nullptr && mesh->cell.total_us < (1 + model::kTie) * best.cell.total_us,
                  "the 8x2 mesh on zigzag shards ties with the planner's fastest (within 2%)");
-  const double mesh_gap = mesh->cell.total_us / best.cell.total_us - 1;
+  const model::PlanEntry& other = mesh == &best ? plan.fits[1] : best;  // the mesh's nearest rival
+  const double gap = std::abs(other.cell.total_us / mesh->cell.total_us - 1);
   lesson::expect(best.cell.efficiency > 0.95, "the fastest runs near one GPU's rate per GPU");
   std::size_t ring_rank = 0;
   const model::PlanEntry* ring = nullptr;
@@ -127,11 +128,12 @@ void plan_step(const model::PredictTable& two) {
   const double ring_now = ring->cell.total_us / mesh->cell.total_us;
   lesson::expect(ring_now < ring_then, "the pure ring is closer to the mesh at 1M than at 256K");
   lesson::expect(ring->cell.exposed_us < 0.001 * ring->cell.total_us, "at 1M the ring's transfers are hidden");
-  lesson::say("Its answer is STEP 4's within what the model resolves: the fastest, " + best.candidate.label +
-              ", runs at " + lesson::fixed(best.cell.efficiency, 2) + " of one GPU's rate per GPU, only " +
-              lesson::fixed(100 * exposed_share, 1) + "% of its time waiting, and STEP 4's 8x2 mesh on zigzag shards " +
-              "is " + lesson::fixed(100 * mesh_gap, 1) + "% behind it: a tie, under the 2% cpsim plan calls one "
-              "(it says which term decides). The planner also weighed what STEP 4 left out: the other meshes, contiguous "
+  lesson::say(std::string("Its answer is STEP 4's: the 8x2 mesh on zigzag shards, ") +
+              (mesh == &best ? "the fastest" : "within 2% of the fastest") + ", at " +
+              lesson::fixed(mesh->cell.efficiency, 2) + " of one GPU's rate per GPU, only " +
+              lesson::fixed(100 * exposed_share, 1) + "% of the fastest's time waiting; " + other.candidate.label +
+              " is " + lesson::fixed(100 * gap, 1) + "% " + (mesh == &best ? "behind" : "ahead") +
+              ", a tie under the 2% cpsim plan calls one (it says which term decides). The planner also weighed what STEP 4 left out: the other meshes, contiguous "
               "and striped shards and memory. The all-gather is the one strategy it rejects: every rank holds the whole "
               "sequence's K and V (and backward their gradients), more than a GPU holds at 1M tokens, while the "
               "others keep O(S/C) per rank. Length moves the answer too: the pure ring, " +
@@ -290,10 +292,7 @@ int run_lesson(int argc, char** argv) {
     return t.cells[row * 4 + k];
   };
   for (std::size_t row = 0; row < 3; ++row) {
-    const model::Cell& best_one = cell(one, row, static_cast<std::size_t>(model::fastest(one, row, 4, true)));
-    lesson::expect(row < 2 ? model::fastest(one, row, 4, true) == 0
-                           : cell(one, row, 0).total_us < (1 + model::kTie) * best_one.total_us,
-                   "one node: Ulysses is the fastest, at 256K within 2% of it (a tie)");
+    lesson::expect(model::fastest(one, row, 4, true) == 0, "one node: Ulysses is the fastest");
     lesson::expect(model::fastest(two, row, 4, true) == 2, "two nodes: the 8x2 mesh is the fastest");
     lesson::expect(cell(two, row, 1).total_us > 1.5 * cell(two, row, 2).total_us,
                    "two nodes: the pure ring takes over half as long again as the 8x2 mesh");
@@ -303,8 +302,7 @@ int run_lesson(int argc, char** argv) {
   lesson::expect(cell(one, 2, 1).exposed_us < cell(one, 2, 0).exposed_us,
                  "one node, longest length: the ring hides more of its communication than Ulysses");
   lesson::say(
-      "On one node every byte moves at NVLink speed and Ulysses is the fastest at 16K and 64K and ties (within 2%) "
-      "at 256K: a few "
+      "On one node every byte moves at NVLink speed and Ulysses is the fastest at every length: a few "
       "all-to-alls (each carrying (C-1)/C of Q, K, V or O) and then one kernel over the whole sequence for "
       "its heads. It does not hide its communication (at 256K the ring, whose transfers run beside its "
       "blocks, waits less), but its kernel runs long rows at the best rate, where the ring runs C "

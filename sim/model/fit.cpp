@@ -10,6 +10,8 @@
 namespace cpsim::model {
 namespace {
 
+constexpr int kSweepSms = 132, kSweepTileRows = 128;  // the H100 SXM5 the published sweeps ran on
+
 // One published point as the stated model sees it: t = launch + f (a + b x), a = 1/tflops, b = half_len/tflops.
 struct Point {
   double t_us;  // published: flops / published rate
@@ -22,7 +24,10 @@ std::vector<Point> points(const KernelSweep& s) {
   for (std::size_t i = 0; i < s.seqs.size(); ++i) {
     const auto S = static_cast<std::int64_t>(s.seqs[i]);
     const Op op = square_attention(s.batch_heads(i), S, s.head_dim, s.causal, s.backward);
-    out.push_back({op.flops / (s.tflops[i] * 1e6), op.flops * 1e-6, 1.0 / static_cast<double>(S)});
+    // The kernel's time with every SM busy is flops / rate; on the sweep's H100 (132 SMs, 128-row tiles) the call
+    // takes occupancy_factor times that (cost.hpp): the factor scales the flops the fit sees.
+    const double occupancy = occupancy_factor(kSweepSms, kSweepTileRows, 1, op);
+    out.push_back({op.flops / (s.tflops[i] * 1e6), op.flops * 1e-6 * occupancy, 1.0 / static_cast<double>(S)});
   }
   return out;
 }
@@ -86,10 +91,6 @@ SweepFit fit_kernel_sweep(const KernelSweep& sweep, double launch_us) {
   for (std::size_t i = 0; i < pts.size(); ++i) f.model_tflops.push_back(sweep.tflops[i] * (1 + f.errors[i]));
   f.rms = rms_of(f.errors);
   for (double e : f.errors) f.worst = std::max(f.worst, std::abs(e));
-  // Full blocks on the sweep's H100 (132 SMs, tiles of 128 rows) fill their last wave only in part (cost.hpp),
-  // the same fraction at every S of a sweep: the rate with every SM busy is that much higher.
-  if (!sweep.causal)
-    f.curve.tflops *= wave_factor(static_cast<double>(sweep.batch_heads(0)) * std::ceil(sweep.seqs[0] / 128), 132);
   return f;
 }
 

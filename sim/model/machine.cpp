@@ -29,6 +29,8 @@ const std::vector<MachineField>& machine_fields() {
       {"attention.sm_count", 1, 1e5, false, true, true, false},
       {"attention.tile_rows", 1, 65536, false, true, true, false},
       {"attention.launch_us", 0, 1e6, false, false, false, true},
+      {"attention.forward_ctas_per_sm", 1, 64, false, true, false, false},
+      {"attention.backward_ctas_per_sm", 1, 64, false, true, false, false},
       {"memory.hbm_gbps", 1e-3, 1e6, false, false, true, true},
       {"intra.gbps", 1e-6, 1e5, false, false, true, true},
       {"intra.p2p_gbps", 1e-6, 1e5, false, false, false, true},
@@ -311,6 +313,8 @@ Machine parse_machine(const std::string& json, const std::string& origin) {
   m.sm_count = static_cast<int>(r.need("attention.sm_count"));
   m.tile_rows = static_cast<int>(r.need("attention.tile_rows"));
   m.launch_us = r.get("attention.launch_us", false).value_or(kDefaultLaunchUs);
+  m.forward_ctas_per_sm = r.get("attention.forward_ctas_per_sm", false).value_or(1);
+  m.backward_ctas_per_sm = r.get("attention.backward_ctas_per_sm", false).value_or(1);
   m.hbm_gbps = r.need("memory.hbm_gbps");
   // 2. Links: intra.gbps is the collective rate and, unless given, the point-to-point one; inter.gbps a NIC's
   //    rate for flows and, unless given, in rings.
@@ -393,6 +397,8 @@ std::string machine_json(const Machine& m) {
   attention["sm_count"] = machine_number(m.sm_count);
   attention["tile_rows"] = machine_number(m.tile_rows);
   attention["launch_us"] = machine_number(m.launch_us);
+  attention["forward_ctas_per_sm"] = machine_number(m.forward_ctas_per_sm);
+  attention["backward_ctas_per_sm"] = machine_number(m.backward_ctas_per_sm);
   if (!legacy)
     for (const KernelCurves& k : m.kernels) {
       Json& section = j["kernel_d" + std::to_string(k.head_dim)] = Json::object();

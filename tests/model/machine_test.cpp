@@ -250,17 +250,20 @@ TEST_CASE("the FlashAttention-3 paper's peak rates over head dims follow R D / (
   CHECK(relative_error(R * 256 / (256 + d0), r256) <= 0.02);
 }
 
-TEST_CASE("a kernel call's occupancy: whole waves of full tiles, the longest tile of a causal one") {
-  const Machine m = load_machine("h100-sxm-8");  // 132 SMs, tiles of 128 rows
-  // 5 heads x 16 row tiles = 80 full tiles: one wave of 132 SMs, 132/80 of the rate lost.
+TEST_CASE("a kernel call's occupancy: idle SMs under few tiles, and the longest causal tile sharing its SM") {
+  Machine m = load_machine("h100-sxm-8");  // 132 SMs, tiles of 128 rows, one tile resident per SM
+  // 5 heads x 16 row tiles = 80 full tiles: 52 SMs idle.
   CHECK(occupancy_factor(m, square_attention(5, 2048, 64, false, false)) == doctest::Approx(132.0 / 80));
-  // 160 full tiles: two waves of 132.
-  CHECK(occupancy_factor(m, square_attention(10, 2048, 64, false, false)) == doctest::Approx(2 * 132.0 / 160));
-  // Causal, 80 tiles of 16 per head: the last row tile does 2 x 16 / 17 of the average.
-  CHECK(occupancy_factor(m, square_attention(5, 2048, 64, true, false)) ==
-        doctest::Approx(132.0 / 80 * 32 / 17));
+  CHECK(occupancy_factor(m, square_attention(10, 2048, 64, false, false)) == 1);  // 160 tiles: every SM busy
+  // Causal, 80 tiles of 16 rows tiles per head: the last row tile does 2 x 16 / 17 of the mean, alone on its SM.
+  CHECK(occupancy_factor(m, square_attention(5, 2048, 64, true, false)) == doctest::Approx(132.0 / 80 * 32 / 17));
   // Enough causal tiles to fill the SMs many times over: no loss.
   CHECK(occupancy_factor(m, square_attention(64, 16384, 128, true, false)) == 1);
+  // Two tiles resident per SM: 5 heads x 64 row tiles = 320 causal tiles, the longest (2 x 64 / 65 of the mean)
+  // sharing its SM with another the whole time.
+  m.forward_ctas_per_sm = 2;
+  CHECK(occupancy_factor(m, square_attention(5, 8192, 128, true, false)) == doctest::Approx(132.0 / 320 * 128 / 65 * 2));
+  CHECK(occupancy_factor(m, square_attention(5, 8192, 128, true, true)) == 1);  // the backward keeps one per SM
 }
 
 TEST_CASE("a machine file without the fixed costs takes the published defaults") {
