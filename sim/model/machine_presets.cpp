@@ -83,7 +83,6 @@ Entries fitted_curve(const KernelSweep& sweep, double scale = 1, const std::stri
                              " TFLOP/s at S=512..16K; least squares of t = launch + flops / (tflops S / (S + "
                              "half_len)), launch 2 us (cpsim calibrate --published): rms " +
                              percent_text(f.rms) + ", worst " + percent_text(f.worst) +
-                             (sweep.causal ? "" : "; x the sweep's wave factor (its last wave part-filled)") +
                              scaled_by;
   return {{section + "_tflops", f.curve.tflops * scale, source},
           {section + "_half_len", f.curve.half_len, "fitted with " + which + "_tflops through the same points"}};
