@@ -11,7 +11,6 @@
 // framework.step_us of ring-flash-attention's stack: fitted offline to its published ring rows (fit_step_us, which
 // needs counting runs); the value is stored here and tests/model/fit_test.cpp re-runs the fit and recovers it.
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -82,8 +81,7 @@ Entries fitted_curve(const KernelSweep& sweep, double scale = 1, const std::stri
   const std::string source = sweep.source + ": " + points_text(sweep.tflops) +
                              " TFLOP/s at S=512..16K; least squares of t = launch + flops / (tflops S / (S + "
                              "half_len)), launch 2 us (cpsim calibrate --published): rms " +
-                             percent_text(f.rms) + ", worst " + percent_text(f.worst) +
-                             scaled_by;
+                             percent_text(f.rms) + ", worst " + percent_text(f.worst) + scaled_by;
   return {{section + "_tflops", f.curve.tflops * scale, source},
           {section + "_half_len", f.curve.half_len, "fitted with " + which + "_tflops through the same points"}};
 }
