@@ -38,9 +38,9 @@ model::PredictTable predicted_table(const char* machine, int ranks, const std::v
   for (const std::string& c : choices) spec.strategies.push_back(model::parse_choice(c));
   const model::PredictTable t = model::predict(spec);
   const std::size_t n = spec.strategies.size();
-  std::cout << "  " << machine << ", C=" << ranks << ": forward+backward ms (wait ms)\n";
+  std::cout << "  " << machine << ", C=" << ranks << ": forward+backward ms (exposed communication ms)\n";
   std::string header = "      S";
-  for (const auto& c : spec.strategies) header += "  " + lesson::left(model::choice_label(c, ranks), 17);
+  for (const auto& c : spec.strategies) header += " " + lesson::left(model::choice_label(c, ranks), 17);
   lesson::row(header);
   for (std::size_t row = 0; row < spec.seqs.size(); ++row) {
     const int best = model::fastest(t, row, n, true);
@@ -48,7 +48,7 @@ model::PredictTable predicted_table(const char* machine, int ranks, const std::v
     for (std::size_t k = 0; k < n; ++k) {
       const model::Cell& cell = t.cells[row * n + k];
       lesson::expect(cell.valid, "every modeled strategy runs");
-      line += "  " + lesson::left(lesson::fixed(cell.total_us / 1000, 2) + (static_cast<int>(k) == best ? "*" : "") +
+      line += " " + lesson::left(lesson::fixed(cell.total_us / 1000, 2) + (static_cast<int>(k) == best ? "*" : "") +
                                      " (" + lesson::fixed(cell.exposed_us / 1000, 2) + ")",
                                  17);
     }
@@ -73,13 +73,13 @@ void plan_step(const model::PredictTable& two) {
   const model::Plan plan = model::plan(spec);
   lesson::say(
       "STEP 4 compared four choices picked by hand. cpsim plan (docs/model.md, section 6) searches them all "
-      "for one shape: every strategy, every mesh A x R that C allows, both shardings and, where an all-to-all "
+      "for one shape: every strategy, every mesh A x R that C allows, three shardings and, where an all-to-all "
       "could use it, KV replication. It counts each candidate's peak memory on the counting device, drops "
       "what does not fit a GPU, and ranks the rest by modeled forward+backward time. The shape of STEP 4 on "
       "the two nodes, at 1M tokens:");
   std::cout << "  $ " << command << "\n"
             << "  " << plan.searched << " candidates searched, " << plan.fits.size() << " fit; the 5 fastest:\n";
-  lesson::row("  #  candidate            time ms   wait ms     memory GiB efficiency");
+  lesson::row("  #  candidate            time ms   exposed ms  memory GiB efficiency");
   const std::size_t n = std::min<std::size_t>(5, plan.fits.size());
   for (std::size_t i = 0; i < n; ++i) {
     const model::PlanEntry& e = plan.fits[i];
@@ -91,16 +91,22 @@ void plan_step(const model::PredictTable& two) {
   }
   std::cout << "  rejected:\n";
   for (const model::Rejection& r : plan.rejected) std::cout << lesson::wrap(r.configs + ": " + r.why, 78, "    ");
-  std::cout << "  time: forward + backward; wait: communication not hidden, slowest rank;\n"
+  std::cout << "  time: forward + backward; exposed: communication not hidden behind compute;\n"
                "  memory: peak attention buffers per GPU, in GiB (2^30 bytes);\n"
                "  efficiency: one GPU's time on the whole sequence / (C x time)\n\n";
 
   // What the paragraph below says, read from the plan.
   lesson::expect(n == 5, "at least five candidates fit");
   const model::PlanEntry& best = plan.fits.front();
-  lesson::expect(best.candidate.strategy.kind == StrategyKind::hybrid && best.candidate.strategy.a2a == 8 &&
-                     best.candidate.sharding == Sharding::zigzag,
-                 "the planner's fastest is the 8x2 mesh on zigzag shards");
+  const model::PlanEntry* mesh = nullptr;
+  for (const model::PlanEntry& e : plan.fits)
+    if (!mesh && e.candidate.strategy.kind == StrategyKind::hybrid && e.candidate.strategy.a2a == 8 &&
+        e.candidate.sharding == Sharding::zigzag)
+      mesh = &e;
+  lesson::expect(mesh != nullptr && mesh->cell.total_us < (1 + model::kTie) * best.cell.total_us,
+                 "the 8x2 mesh on zigzag shards ties with the planner's fastest (within 2%)");
+  const model::PlanEntry& other = mesh == &best ? plan.fits[1] : best;  // the mesh's nearest rival
+  const double gap = std::abs(other.cell.total_us / mesh->cell.total_us - 1);
   lesson::expect(best.cell.efficiency > 0.95, "the fastest runs near one GPU's rate per GPU");
   std::size_t ring_rank = 0;
   const model::PlanEntry* ring = nullptr;
@@ -109,7 +115,7 @@ void plan_step(const model::PredictTable& two) {
       ring = &plan.fits[i];
       ring_rank = i + 1;
     }
-  lesson::expect(ring != nullptr && ring_rank > n, "the pure ring fits but is not among the five");
+  lesson::expect(ring != nullptr, "the pure ring fits");
   bool all_gather_fits = false, all_gather_refused = false;
   for (const model::PlanEntry& e : plan.fits) all_gather_fits |= e.candidate.strategy.kind == StrategyKind::all_gather;
   for (const model::Rejection& r : plan.rejected) all_gather_refused |= r.kind == "all_gather";
@@ -119,13 +125,16 @@ void plan_step(const model::PredictTable& two) {
   const double exposed_share = best.cell.exposed_us / best.cell.total_us;
   lesson::expect(exposed_share < 0.01, "the fastest waits under 1% of its time");
   const double ring_then = two.cells[2 * 4 + 1].total_us / two.cells[2 * 4 + 2].total_us;
-  const double ring_now = ring->cell.total_us / best.cell.total_us;
+  const double ring_now = ring->cell.total_us / mesh->cell.total_us;
   lesson::expect(ring_now < ring_then, "the pure ring is closer to the mesh at 1M than at 256K");
   lesson::expect(ring->cell.exposed_us < 0.001 * ring->cell.total_us, "at 1M the ring's transfers are hidden");
-  lesson::say("Its answer is STEP 4's: the 8x2 mesh on zigzag shards, at " + lesson::fixed(best.cell.efficiency, 2) +
-              " of one GPU's rate per GPU, only " + lesson::fixed(100 * exposed_share, 1) +
-              "% of its time waiting. The planner also weighed what STEP 4 left out: the other meshes, contiguous "
-              "shards and memory. The all-gather is the one strategy it rejects: every rank holds the whole "
+  lesson::say(std::string("Its answer is STEP 4's: the 8x2 mesh on zigzag shards, ") +
+              (mesh == &best ? "the fastest" : "within 2% of the fastest") + ", at " +
+              lesson::fixed(mesh->cell.efficiency, 2) + " of one GPU's rate per GPU, only " +
+              lesson::fixed(100 * exposed_share, 1) + "% of the fastest's time waiting; " + other.candidate.label +
+              " is " + lesson::fixed(100 * gap, 1) + "% " + (mesh == &best ? "behind" : "ahead") +
+              ", a tie under the 2% cpsim plan calls one (it says which term decides). The planner also weighed what STEP 4 left out: the other meshes, contiguous "
+              "and striped shards and memory. The all-gather is the one strategy it rejects: every rank holds the whole "
               "sequence's K and V (and backward their gradients), more than a GPU holds at 1M tokens, while the "
               "others keep O(S/C) per rank. Length moves the answer too: the pure ring, " +
               lesson::fixed(ring_then, 2) + " x the mesh's time at 256K in STEP 4, is " + lesson::fixed(ring_now, 2) +

@@ -19,6 +19,7 @@
 #include "sim/model/clock.hpp"
 #include "sim/model/count_run.hpp"
 #include "sim/model/predict.hpp"
+#include "sim/model/published.hpp"
 #include "sim/runtime/trace.hpp"
 
 namespace cpsim::cli {
@@ -29,7 +30,7 @@ using model::PredictSpec;
 using model::PredictTable;
 
 // What a table shows of a cell, in its printed unit.
-enum class Value { forward, total, exposed, memory, efficiency };
+enum class Value { forward, total, exposed, imbalance, memory, efficiency };
 double shown(const Cell& c, Value v) {
   switch (v) {
     case Value::forward:
@@ -38,6 +39,8 @@ double shown(const Cell& c, Value v) {
       return c.total_us / 1e3;
     case Value::exposed:
       return c.exposed_us / 1e3;
+    case Value::imbalance:
+      return c.imbalance_us / 1e3;
     case Value::memory:
       return static_cast<double>(c.peak_bytes) / (1 << 30);  // GiB
     case Value::efficiency:
@@ -51,6 +54,7 @@ struct Printer {
   const PredictTable& t;
   const model::Sensitivity* sens = nullptr;
   std::vector<std::string> labels;
+  std::vector<model::Nearest> nearest;  // per length
 
   std::size_t cols() const { return spec.strategies.size(); }
   const Cell& cell(std::size_t i, std::size_t j) const { return t.cells[i * cols() + j]; }
@@ -161,8 +165,10 @@ struct Printer {
     table("Forward time (ms)", Value::forward, 2, 0);
     if (spec.backward) {
       table("Forward + backward time (ms)", Value::total, 2, 1);
-      table("Wait (communication not hidden), slowest rank, forward + backward (ms)", Value::exposed, 2, -1);
     }
+    const std::string what = spec.backward ? "forward + backward" : "forward";
+    table("Exposed communication (not hidden behind compute), " + what + " (ms)", Value::exposed, 2, -1);
+    table("Imbalance (the busiest rank's work over the mean), " + what + " (ms)", Value::imbalance, 2, -1);
     table("Peak memory per GPU (GiB)", Value::memory, 1, -1, true);
     table(std::string("Efficiency: one GPU's time on the whole sequence / (C x time), ") +
               (spec.backward ? "forward + backward" : "forward"),
@@ -173,6 +179,12 @@ struct Printer {
     for (const Cell& c : t.cells)
       if (!c.valid && c.why_not) reasons.insert(in_predict_terms(*c.why_not));
     for (const auto& r : reasons) std::cout << "n/a: " << r << "\n";
+    std::cout << "\nNearest published point the model is checked against (docs/predictions.md), per length:\n";
+    for (std::size_t i = 0; i < spec.seqs.size(); ++i) {
+      const model::Nearest& n = nearest[i];
+      std::cout << right(size_label(spec.seqs[i]), 7) << "  " << n.point->label << " on " << n.point->machine
+                << "; this shape: " << n.how_far << "; off by " << percent(n.error) << " there\n";
+    }
     if (sens != nullptr) {
       std::cout << "\n";
       sensitivity_text();
@@ -223,6 +235,10 @@ struct Printer {
                {"single_gpu_forward_tflops", t.single_forward_tflops[i]},
                {"single_gpu_backward_tflops", t.single_backward_tflops[i]}};
       const int bf = model::fastest(t, i, cols(), false), bt = model::fastest(t, i, cols(), true);
+      row["nearest_published"] = {{"point", nearest[i].point->label},
+                                   {"machine", nearest[i].point->machine},
+                                   {"how_far", nearest[i].how_far},
+                                   {"error", nearest[i].error}};
       row["fastest_forward"] = bf >= 0 ? labels[static_cast<std::size_t>(bf)] : "";
       if (spec.backward) row["fastest_total"] = bt >= 0 ? labels[static_cast<std::size_t>(bt)] : "";
       Json& cells = row["cells"] = Json::array();
@@ -237,6 +253,9 @@ struct Printer {
         cj["forward_ms"] = x.forward_us / 1e3;
         if (spec.backward) cj["total_ms"] = x.total_us / 1e3;
         cj["exposed_ms"] = x.exposed_us / 1e3;
+        cj["imbalance_ms"] = x.imbalance_us / 1e3;
+        cj["mean_compute_ms"] = x.mean_compute_us / 1e3;
+        cj["mean_memory_ops_ms"] = x.mean_memory_us / 1e3;
         cj["compute_ms"] = x.compute_us / 1e3;
         cj["memory_ms"] = x.memory_us / 1e3;
         cj["peak_bytes"] = x.peak_bytes;
@@ -388,8 +407,13 @@ int cmd_predict(const std::vector<std::string>& args) {
   }
   const PredictTable table = model::predict(spec);
   const model::Sensitivity sens = spec.keep_programs ? model::sensitivity(spec, table) : model::Sensitivity{};
-  Printer out{spec, table, spec.keep_programs ? &sens : nullptr, {}};
+  Printer out{spec, table, spec.keep_programs ? &sens : nullptr, {}, {}};
   for (const auto& c : spec.strategies) out.labels.push_back(model::choice_label(c, ranks));
+  for (std::int64_t S : spec.seqs) {
+    Problem at = p;
+    at.seq = S;
+    out.nearest.push_back(model::nearest_published(at, spec.machine.name, spec.backward));
+  }
   if (vm.count("json"))
     out.json();
   else

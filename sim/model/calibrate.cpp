@@ -299,9 +299,7 @@ void fit_attention(Fitter& f, const AttentionBench& b) {
       const auto S = static_cast<std::int64_t>(b.seqs[i]);
       const Op op = square_attention(b.batch * b.heads, S, b.head_dim, true, backward);
       const double ms = backward ? b.bwd_ms[i] : b.fwd_ms[i];
-      const double tiles = static_cast<double>(b.batch * b.heads) * std::ceil(static_cast<double>(S) / m.tile_rows);
-      const double occupancy = std::min(1.0, tiles / m.sm_count);
-      const double kernel_s = (ms * 1e3 - m.launch_us) * 1e-6 * occupancy;
+      const double kernel_s = (ms * 1e3 - m.launch_us) * 1e-6 / occupancy_factor(m, op);
       require(kernel_s > 0, b.origin + ": S=" + num(b.seqs[i]) + " takes less than the machine's launch cost",
               "check the bench output");
       inv_s.push_back(1.0 / static_cast<double>(S));

@@ -90,8 +90,30 @@ double attention_us(const Machine& m, const Op& op) {
     seconds = kernel_s(op.flops * tri / P, causal, s);
     if (rest > 0) seconds += kernel_s(op.flops * rest / P, full, rest / rows);
   }
-  const double tiles = bh * std::ceil(rows / m.tile_rows);
-  return m.launch_us + seconds * 1e6 / std::min(1.0, tiles / m.sm_count);
+  return m.launch_us + seconds * 1e6 * occupancy_factor(m, op);
+}
+
+double tail_factor(double tiles, double row_tiles, int sm_count, double ctas_per_sm) {
+  if (tiles <= 0) return 1;
+  const double n = std::max(1.0, row_tiles), sm = sm_count;
+  const double r = 2 * n / (n + 1);                                 // the longest tile over the mean
+  const double sharing = std::clamp(tiles / sm, 1.0, std::max(1.0, ctas_per_sm));  // tiles resident beside it
+  return std::max(1.0, sm / tiles * r * sharing);
+}
+
+double occupancy_factor(const Machine& m, const Op& op) {
+  return occupancy_factor(m.sm_count, m.tile_rows, op.backward ? m.backward_ctas_per_sm : m.forward_ctas_per_sm, op);
+}
+
+double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const Op& op) {
+  if (op.pairs <= 0 || op.batch_heads <= 0) return 1;
+  const double bh = static_cast<double>(op.batch_heads);
+  const double rows = static_cast<double>(op.backward ? op.k_rows : op.q_rows);
+  const double row_tiles = std::ceil(rows / tile_rows), tiles = bh * row_tiles;
+  const double P = static_cast<double>(op.pairs) / bh;
+  const bool full = P >= static_cast<double>(op.q_rows) * static_cast<double>(op.k_rows);
+  // Full blocks: equal tiles. Causal ones: tiles of unequal length, the longest (the causal tail) finishing last.
+  return full ? std::max(1.0, sm_count / tiles) : tail_factor(tiles, row_tiles, sm_count, ctas_per_sm);
 }
 
 double memory_us(const Machine& m, std::int64_t bytes) {

@@ -8,8 +8,14 @@
 //                                                          query row), q_rows backward (queries per key row)
 //   a causal block: its triangle of side s, s (s+1) / 2 = P capped at min(q_rows, k_rows), runs on the causal
 //   curve at L = s; the rest of its pairs on the full curve at L = rest / rows (rows: q_rows fwd, k_rows bwd)
-//   occupancy = min(1, B*N ceil(rows / tile_rows) / sm_count)          (small blocks leave SMs idle)
-//   t = launch + t_k / occupancy
+//   occupancy: tiles = B*N x n, n = ceil(rows / tile_rows) row tiles per head, on sm_count SMs, c tiles resident
+//   per SM (attention.forward_ctas_per_sm / backward_ctas_per_sm). t_k is the time with every SM busy for the
+//   whole call; the call takes longer when the tiles cannot keep them busy:
+//     full block (equal tiles):   f = max(1, sm / tiles)
+//     causal (unequal tiles; the longest, the last row tile, does r = 2n / (n+1) of the mean, and shares its SM
+//     with the tiles resident beside it, min(c, tiles / sm) in all, from the start):
+//                                 f = max(1, sm / tiles x r x clamp(tiles / sm, 1, c))
+//   t = launch + t_k x f      (launch: the fixed cost of every kernel call)
 // Device memory (copy, add, merge, fill): t = launch + bytes / hbm.
 // Point to point, n bytes between ranks a and b: t = latency + n / p2p_bw of the link (NVLink inside a node; one
 // NIC between nodes: the clock shares a NIC among the flows that cross it, clock.hpp).
@@ -33,6 +39,10 @@
 namespace cpsim::model {
 
 double attention_us(const Machine& m, const Op& attention);
+// The factor f above of one attention call (>= 1), and the causal tail's (n row tiles per head).
+double occupancy_factor(const Machine& m, const Op& attention);
+double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const Op& attention);
+double tail_factor(double tiles, double row_tiles, int sm_count, double ctas_per_sm);
 double memory_us(const Machine& m, std::int64_t bytes);
 // The memory op as the machine's software stack runs it (framework.merge_bytes_per_element for a merge).
 double memory_op_us(const Machine& m, const Op& op);

@@ -6,6 +6,9 @@
 //    at least 2048 tiles of 128 rows on 132 SMs at every S), flops = 4 D (forward) or 10 D (backward) per pair:
 //        t(S) = launch + flops(S) / rate(S),      rate(S) = tflops x S / (S + half_len)
 //    launch is shared by every curve of a GPU (a fixed cost per call); tflops and half_len are each curve's own.
+//    flops(S) is taken times the call's occupancy factor on the sweep's H100 (cost.hpp: 132 SMs, 128-row tiles;
+//    SMs left idle, the causal tail; 1 at every point of the published sweeps), so that the curve is the rate with every SM
+//    busy and attention_us gives the published time on the sweep's own shape.
 //    With launch given, (t - launch) / flops = 1/tflops + (half_len / tflops) / S is linear in the two unknowns;
 //    each point is weighted by 1 / t (relative error), the published t being flops / published rate.
 // 2. The launch. Fitted together with every curve's two parameters (one linear least-squares problem over all the

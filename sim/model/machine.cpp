@@ -28,7 +28,9 @@ const std::vector<MachineField>& machine_fields() {
       {"attention.backward_half_len", 0, 1e9, false, false, false, true},
       {"attention.sm_count", 1, 1e5, false, true, true, false},
       {"attention.tile_rows", 1, 65536, false, true, true, false},
-      {"attention.launch_us", 0, 1e6, false, false, true, true},
+      {"attention.launch_us", 0, 1e6, false, false, false, true},
+      {"attention.forward_ctas_per_sm", 1, 64, false, true, false, false},
+      {"attention.backward_ctas_per_sm", 1, 64, false, true, false, false},
       {"memory.hbm_gbps", 1e-3, 1e6, false, false, true, true},
       {"intra.gbps", 1e-6, 1e5, false, false, true, true},
       {"intra.p2p_gbps", 1e-6, 1e5, false, false, false, true},
@@ -39,7 +41,7 @@ const std::vector<MachineField>& machine_fields() {
       {"inter.latency_us", 0, 1e6, false, false, true, true},
       {"inter.step_latency_us", 0, 1e6, false, false, false, true},
       {"inter.nics_per_node", 1, 1024, false, true, true, false},
-      {"collective.base_latency_us", 0, 1e6, false, false, true, true},
+      {"collective.base_latency_us", 0, 1e6, false, false, false, true},
       {"contention.comm_sms", 0, 1e5, false, false, false, true},
       {"framework.step_us", 0, 1e6, false, false, false, true},
       {"framework.merge_bytes_per_element", 0, 1e4, false, false, false, true},
@@ -324,8 +326,30 @@ std::pair<Level*, std::string> level_field(Machine& m, const std::string& field)
 
 }  // namespace
 
+double default_step_us(double hbm_gbps) {
+  return kDefaultStepBytes / (hbm_gbps * 1e3);
+}
+
+double head_dim_half_width(const Machine& m) {
+  if (m.kernels.size() < 2 || m.kernels[0].head_dim <= 0) return kDefaultHeadDimHalfWidth;
+  // r = t(D2) / t(D1) = D2 (D1 + D0) / (D1 (D2 + D0))  =>  D0 = D1 D2 (r - 1) / (D2 - r D1)
+  const double d1 = m.kernels[0].head_dim, d2 = m.kernels[1].head_dim;
+  const double r = m.kernels[1].forward_full.tflops / m.kernels[0].forward_full.tflops;
+  const double d0 = d1 * d2 * (r - 1) / (d2 - r * d1);
+  return r > 1 && r < d2 / d1 && std::isfinite(d0) && d0 > 0 ? d0 : kDefaultHeadDimHalfWidth;
+}
+
 KernelCurves Machine::curves_for(std::int64_t head_dim) const {
   if (kernels.empty()) throw Error("machine " + name + " has no attention kernel curves");
+  if (head_dim < kernels.front().head_dim && kernels.front().head_dim > 0) {
+    // Below the smallest listed head dim: its curves at the rate D / (D + D0) gives relative to it.
+    const double d0 = head_dim_half_width(*this), d = static_cast<double>(std::max<std::int64_t>(head_dim, 1));
+    const double lo = kernels.front().head_dim, f = (d / (d + d0)) / (lo / (lo + d0));
+    KernelCurves k = kernels.front();
+    k.head_dim = static_cast<int>(head_dim);
+    for (KernelCurve* c : {&k.forward_causal, &k.forward_full, &k.backward_causal, &k.backward_full}) c->tflops *= f;
+    return k;
+  }
   if (kernels.size() == 1 || head_dim <= kernels.front().head_dim) return kernels.front();
   if (head_dim >= kernels.back().head_dim) return kernels.back();
   std::size_t i = 1;
@@ -424,7 +448,9 @@ Machine parse_machine(const std::string& json, const std::string& origin) {
   if (m.kernels.empty()) m.kernels.push_back(legacy_curves(r));  // the first format: required
   m.sm_count = static_cast<int>(r.need("attention.sm_count"));
   m.tile_rows = static_cast<int>(r.need("attention.tile_rows"));
-  m.launch_us = r.need("attention.launch_us");
+  m.launch_us = r.get("attention.launch_us", false).value_or(kDefaultLaunchUs);
+  m.forward_ctas_per_sm = r.get("attention.forward_ctas_per_sm", false).value_or(1);
+  m.backward_ctas_per_sm = r.get("attention.backward_ctas_per_sm", false).value_or(1);
   m.hbm_gbps = r.need("memory.hbm_gbps");
   // 2. Links: intra.gbps is the collective rate and, unless given, the point-to-point one; inter.gbps a NIC's
   //    rate for flows and, unless given, in rings; a step of a collective costs the message latency unless given.
@@ -442,10 +468,11 @@ Machine parse_machine(const std::string& json, const std::string& origin) {
     m.inter.step_latency_us = r.get("inter.step_latency_us", false).value_or(-1);
     m.nics_per_node = static_cast<int>(r.need("inter.nics_per_node"));
   }
-  m.collective_base_us = r.need("collective.base_latency_us");
-  // 3. Contention and the software stack: absent, they cost nothing (the first format's model).
+  m.collective_base_us = r.get("collective.base_latency_us", false).value_or(kDefaultCollectiveBaseUs);
+  // 3. Contention and the software stack: absent, contention and the merges cost nothing (the first format's
+  //    model); a strategy step costs what ring-flash-attention's measured steps cost at this memory bandwidth.
   m.comm_sms = r.get("contention.comm_sms", false).value_or(0);
-  m.step_us = r.get("framework.step_us", false).value_or(0);
+  m.step_us = r.get("framework.step_us", false).value_or(default_step_us(m.hbm_gbps));
   m.merge_bytes_per_element = r.get("framework.merge_bytes_per_element", false).value_or(0);
   m.grad_add_bytes_per_element = r.get("framework.grad_add_bytes_per_element", false).value_or(0);
   m.given = r.given();
@@ -520,6 +547,8 @@ std::string machine_json(const Machine& m) {
   attention["sm_count"] = machine_number(m.sm_count);
   attention["tile_rows"] = machine_number(m.tile_rows);
   attention["launch_us"] = machine_number(m.launch_us);
+  attention["forward_ctas_per_sm"] = machine_number(m.forward_ctas_per_sm);
+  attention["backward_ctas_per_sm"] = machine_number(m.backward_ctas_per_sm);
   if (!legacy)
     for (const KernelCurves& k : m.kernels) {
       Json& section = j["kernel_d" + std::to_string(k.head_dim)] = Json::object();

@@ -61,6 +61,7 @@ struct Machine {
   std::vector<KernelCurves> kernels;
   int sm_count = 1;      // streaming multiprocessors (cores): parallel tiles in flight
   int tile_rows = 128;   // rows per kernel tile, for the occupancy term
+  double forward_ctas_per_sm = 1, backward_ctas_per_sm = 1;  // tiles resident on one SM at once (cost.hpp)
   double launch_us = 0;  // fixed cost of every kernel (attention, copy, merge)
   double hbm_gbps = 0;   // device memory bandwidth for copy / add / merge / fill
   // links: two levels (intra, inter), or any number of `levels`
@@ -88,6 +89,27 @@ struct Machine {
   // outside them, the nearest.
   KernelCurves curves_for(std::int64_t head_dim) const;
 };
+
+// Defaults for the fixed costs a machine file leaves out (docs/model.md, section 4.2):
+//   attention.launch_us        2 us per kernel call: the presets' assumption (the gap between back-to-back
+//                              kernels on one stream; no published sweep determines it)
+//   collective.base_latency_us 8.4 us per collective call: NCCL src/graph/tuning.cc baseLat, Ring, Simple
+//   framework.step_us          kDefaultStepBytes / memory.hbm_gbps per strategy step: ring-flash-attention's
+//                              per-step cost fitted to its README rows is 136.5 us on an H800 (3000 GB/s) and
+//                              234.4 us on an A100 (1800 GB/s), 409.5 and 421.9 MB at those rates; their mean
+//                              (`cpsim calibrate --published` prints both fits). A constant per step: the 5-head
+//                              table of ring-flash-attention (docs/predictions.md) measures about as much per step
+//                              at a sixth of the shape, so it does not scale with the step's elements.
+constexpr double kDefaultLaunchUs = 2;
+constexpr double kDefaultCollectiveBaseUs = 8.4;
+constexpr double kDefaultStepBytes = 415.7e6;
+double default_step_us(double hbm_gbps);
+// The kernel's peak rate over head dims D as R D / (D + D0): the FlashAttention-3 paper's non-causal forward
+// peaks (497, 648, 756 TFLOP/s at d = 64, 128, 256; Fig. 5, 16K) give D0 = 55.9 from d = 64 and 128 and then
+// 764 at d = 256 (+1.1%). A machine with two head dims or more takes D0 from its two smallest full forward
+// rates; below its smallest head dim the curves are that one's, their rates scaled by D / (D + D0).
+constexpr double kDefaultHeadDimHalfWidth = 55.9;
+double head_dim_half_width(const Machine& m);
 
 // A field of the machine-file format: "section.key", its plausible range, and whether a file must give it.
 struct MachineField {

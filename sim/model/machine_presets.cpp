@@ -182,6 +182,12 @@ Entries ring_flash_attention_stack(const std::string& machine, double step_us) {
            "ring-flash-attention adds each block's bf16 dq/dk/dv buffer into fp32 accumulators: read 4+2, write 4"}};
 }
 
+const char* const kFa2ForwardCtas =
+    "assumption: FlashAttention-2's forward runs 4 warps per 128-row tile, two tiles resident per SM, so a causal "
+    "call with few tiles per SM ends on its longest tile at half speed (ring-flash-attention's 5-head one-GPU runs, "
+    "docs/predictions.md)";
+const char* const kFa2BackwardCtas = "assumption: FlashAttention-2's backward runs 8 warps per tile, one per SM";
+
 // framework.step_us of the two ring-flash-attention presets: fit_step_us's result on each, to 0.1 us.
 constexpr double kH800StepUs = 136.5, kA100StepUs = 234.4;
 
@@ -197,6 +203,8 @@ std::string h100(const std::string& name, const std::string& description, bool c
       {"nodes.memory_gb", 80, "H100 SXM5: 80 GB HBM3 (NVIDIA H100 datasheet)"},
       {"attention.sm_count", 132, "H100 SXM5: 132 SMs (NVIDIA H100 datasheet)"},
       {"attention.tile_rows", 128, "FlashAttention-3 query tile of 128 rows at d=128"},
+      {"attention.forward_ctas_per_sm", 1, "FlashAttention-3 runs one persistent CTA per SM"},
+      {"attention.backward_ctas_per_sm", 1, "FlashAttention-3 runs one persistent CTA per SM"},
       {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 3000, "H100 SXM5 HBM3 3.35 TB/s (NVIDIA H100 datasheet) x 0.9 achievable (assumption)"},
       {"intra.gbps", 360, "nccl-tests all-gather busbw 360-370 GB/s on 8x H100 SXM (NVLink 4: 450 GB/s per direction)"},
@@ -240,6 +248,8 @@ std::string h800() {
       {"nodes.memory_gb", 80, "H800 SXM5: 80 GB HBM3"},
       {"attention.sm_count", 132, "DeepSeek-V3 technical report: 20 of the H800's 132 SMs run its communication"},
       {"attention.tile_rows", 128, "FlashAttention-2 forward tile of 128 query rows at d=128"},
+      {"attention.forward_ctas_per_sm", 2, kFa2ForwardCtas},
+      {"attention.backward_ctas_per_sm", 1, kFa2BackwardCtas},
       {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 3000, "H800 SXM5 HBM3 3.35 TB/s, as the H100 SXM5 x 0.9 achievable (assumption)"},
       {"intra.gbps", 160, "H800 NVLink: about 160 GB/s one way measured (deepseek-ai/DeepSeek-V3 issue 28)"},
@@ -256,6 +266,8 @@ std::string h800() {
 // FlashAttention-2 on an A100: the H100 bars' shape over S (assumed), scaled so that the d=128 causal curves give
 // ring-flash-attention's one-GPU A100 run (8K tokens, 32 heads of 128, causal, launch included): the forward from
 // its forward it/s, the backward from forward+backward minus forward.
+constexpr int kA100Sms = 108;
+
 Entries a100_kernels() {
   const PublishedOneGpu& one = ring_flash_attention_one_gpu("a100-sxm-8");
   const Problem p = ring_flash_attention_problem(1);
@@ -266,6 +278,7 @@ Entries a100_kernels() {
   const double fwd_us = 1e6 / one.forward_per_s, bwd_us = 1e6 / one.total_per_s - fwd_us;
   const auto scale = [&](const KernelSweep& s, double us) {
     const Op op = square_attention(p.batch * p.heads, p.seq, p.head_dim, true, s.backward);
+    // At 2048 tiles on 108 SMs the call keeps every SM busy (occupancy factor 1, cost.hpp).
     return curve_scale(fit_kernel_sweep(s, kLaunchUs).curve, static_cast<double>(p.seq), op.flops, us - kLaunchUs);
   };
   const double fwd = scale(fc, fwd_us), bwd = scale(bc, bwd_us);
@@ -282,8 +295,10 @@ std::string a100() {
       {"nodes.ranks_per_node", 8, "8 A100 SXM4 GPUs per HGX A100 board"},
       {"nodes.max_nodes", 1, "one node, as ring-flash-attention measured"},
       {"nodes.memory_gb", 80, "A100 SXM4 80GB (NVIDIA A100 datasheet)"},
-      {"attention.sm_count", 108, "A100: 108 SMs (NVIDIA A100 datasheet)"},
+      {"attention.sm_count", kA100Sms, "A100: 108 SMs (NVIDIA A100 datasheet)"},
       {"attention.tile_rows", 128, "FlashAttention-2 forward tile of 128 query rows at d=128"},
+      {"attention.forward_ctas_per_sm", 2, kFa2ForwardCtas},
+      {"attention.backward_ctas_per_sm", 1, kFa2BackwardCtas},
       {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 1800, "A100 SXM4 80GB HBM2e 2.04 TB/s (NVIDIA A100 datasheet) x 0.9 achievable (assumption)"},
       {"intra.gbps", 230, "nccl-tests busbw about 200-230 GB/s on one 8x A100 NVLink box (nccl-tests issue 149)"},

@@ -5,24 +5,39 @@
 #include <map>
 
 #include "sim/core/error.hpp"
+#include "sim/layout/documents.hpp"
 
 namespace cpsim::model {
 
+std::vector<Sharding> plan_shardings(const Problem& p) {
+  if (p.docs.pad) return {Sharding::zigzag};  // the padding makes each document cut into 2C chunks for zigzag
+  std::vector<Sharding> out = {Sharding::zigzag, Sharding::contiguous, Sharding::striped};
+  if (p.docs.any() || p.window > 0) {
+    if (p.docs.any()) out.push_back(Sharding::global_zigzag);
+    out.push_back(Sharding::balanced);
+  }
+  return out;
+}
+
 std::vector<Candidate> plan_candidates(const Problem& p) {
   const int C = p.ranks;
-  std::vector<StrategyChoice> choices = {{StrategyKind::all_gather, 0}, {StrategyKind::ring, 0}};
-  if (C > 1) choices.push_back({StrategyKind::ulysses, 0});
-  for (int A = 2; A < C; ++A)
-    if (C % A == 0) choices.push_back({StrategyKind::hybrid, A});
-  // Every other strategy (the pruned ring, the mask exchange, ...), after the ones above.
-  for (StrategyKind k : all_strategies())
-    if (k != StrategyKind::all_gather && k != StrategyKind::ring && k != StrategyKind::ulysses &&
-        k != StrategyKind::hybrid && C > 1)
+  // Every strategy kind; the hybrid as one choice per mesh A x R with 1 < A < C. On one rank only the
+  // all-gather and the ring (each the plain kernel there).
+  std::vector<StrategyChoice> choices;
+  for (const StrategyKind k : all_strategies()) {
+    if (k == StrategyKind::hybrid) {
+      for (int A = 2; A < C; ++A)
+        if (C % A == 0) choices.push_back({k, A});
+    } else if (C > 1 || k == StrategyKind::all_gather || k == StrategyKind::ring) {
       choices.push_back({k, 0});
+    }
+  }
   std::vector<Candidate> out;
-  for (const Sharding sharding : {Sharding::zigzag, Sharding::contiguous})
+  for (const Sharding sharding : plan_shardings(p))
     for (const StrategyChoice& c : choices) {
-      const int A = c.kind == StrategyKind::ulysses ? C : c.kind == StrategyKind::hybrid ? c.a2a : 1;
+      Problem probe = problem_for(p, c);
+      probe.kv_replicate = false;
+      const int A = probe.a2a_size(c.kind);
       // KV replication helps where the A2A group is wider than the KV heads and a multiple of them.
       const bool can_replicate = A > 1 && p.kv_heads % A != 0 && A % p.kv_heads == 0;
       for (const bool replicate : {false, true}) {
@@ -57,48 +72,61 @@ std::string kind_name(const Candidate& c) {
 
 }  // namespace
 
+namespace {
+
+// One candidate counted and replayed, or why it cannot run or fit (nullopt reason: it fits).
+struct Tried {
+  PlanEntry entry;
+  std::string refused;  // empty: it runs and fits
+};
+
+Tried try_candidate(const PlanSpec& spec, const Candidate& c, double single, std::int64_t act) {
+  Problem p = spec.problem;
+  p.sharding = c.sharding;
+  p.kv_replicate = c.kv_replicate;
+  const Cell cell = predict_cell(p, c.strategy, spec.machine, spec.backward, single);
+  Tried t{PlanEntry{c, cell, act}, ""};
+  // The constraint without its fix: the plan itself is the fix (it lists what does run).
+  if (!cell.valid) {
+    t.refused = cell.why_not ? cell.why_not->constraint() : "not valid";
+    return t;
+  }
+  const double limit = spec.machine.memory_gb * 1e9;
+  if (static_cast<double>(t.entry.total_bytes()) > limit)
+    t.refused = "needs " + gib(static_cast<double>(t.entry.total_bytes())) +
+                (act > 0 ? " (attention " + gib(static_cast<double>(cell.peak_bytes)) + " + activations " +
+                               gib(static_cast<double>(act)) + ")"
+                         : "") +
+                ", more than the " + gib(limit) + " a GPU holds";
+  return t;
+}
+
+}  // namespace
+
 Plan plan(const PlanSpec& spec) {
   check_fits(spec.machine, spec.problem.ranks);
   check_model_shape(spec.problem);
   Plan out;
   const double single = single_gpu_us(spec.problem, spec.machine, spec.backward);
   const std::int64_t act = activation_bytes(spec);
-  const double limit = spec.machine.memory_gb * 1e9;
   // (kind, reason) -> the candidates refused for it, in search order.
   std::vector<std::pair<std::pair<std::string, std::string>, std::vector<std::string>>> refused;
-  auto refuse = [&](const Candidate& c, const std::string& why, const std::string& detail) {
+  auto refuse = [&](const Candidate& c, const std::string& why) {
     const auto key = std::make_pair(kind_name(c), why);
-    const std::string item = c.label + detail;
     for (auto& [k, list] : refused)
       if (k == key) {
-        list.push_back(item);
+        list.push_back(c.label);
         return;
       }
-    refused.push_back({key, {item}});
+    refused.push_back({key, {c.label}});
   };
   for (const Candidate& c : plan_candidates(spec.problem)) {
     ++out.searched;
-    Problem p = spec.problem;
-    p.sharding = c.sharding;
-    p.kv_replicate = c.kv_replicate;
-    const Cell cell = predict_cell(p, c.strategy, spec.machine, spec.backward, single);
-    if (!cell.valid) {
-      // The constraint without its fix: the plan itself is the fix (it lists what does run).
-      refuse(c, cell.why_not ? cell.why_not->constraint() : "not valid", "");
-      continue;
-    }
-    PlanEntry e{c, cell, act};
-    if (static_cast<double>(e.total_bytes()) > limit) {
-      refuse(c,
-             "needs " + gib(static_cast<double>(e.total_bytes())) +
-                 (act > 0 ? " (attention " + gib(static_cast<double>(cell.peak_bytes)) + " + activations " +
-                                gib(static_cast<double>(act)) + ")"
-                          : "") +
-                 ", more than the " + gib(limit) + " a GPU holds",
-             "");
-      continue;
-    }
-    out.fits.push_back(e);
+    Tried t = try_candidate(spec, c, single, act);
+    if (t.refused.empty())
+      out.fits.push_back(std::move(t.entry));
+    else
+      refuse(c, t.refused);
   }
   std::stable_sort(out.fits.begin(), out.fits.end(), [&](const PlanEntry& a, const PlanEntry& b) {
     return a.cell.time_us(spec.backward) < b.cell.time_us(spec.backward);
@@ -109,6 +137,52 @@ Plan plan(const PlanSpec& spec) {
     out.rejected.push_back({key.first, configs, key.second});
   }
   return out;
+}
+
+Verdict verdict(const PlanEntry& fastest, const PlanEntry& runner_up) {
+  const Cell &a = fastest.cell, &b = runner_up.cell;
+  Verdict v;
+  const double ta = a.total_us, tb = b.total_us;  // forward alone when the programs hold no backward
+  v.gap_us = tb - ta;
+  v.gap = ta > 0 ? v.gap_us / ta : 0;
+  v.tie = v.gap < kTie;
+  v.compute_us = b.mean_compute_us - a.mean_compute_us;
+  v.memory_us = b.mean_memory_us - a.mean_memory_us;
+  v.imbalance_us = b.imbalance_us - a.imbalance_us;
+  v.exposed_us = b.exposed_us - a.exposed_us;
+  const std::pair<const char*, double> terms[] = {{"compute", v.compute_us},
+                                                  {"memory ops", v.memory_us},
+                                                  {"imbalance", v.imbalance_us},
+                                                  {"exposed communication", v.exposed_us}};
+  v.deciding = terms[0].first;
+  v.deciding_us = terms[0].second;
+  for (const auto& [name, us] : terms)
+    if (us > v.deciding_us) {
+      v.deciding = name;
+      v.deciding_us = us;
+    }
+  return v;
+}
+
+int smallest_fitting_ranks(const PlanSpec& spec, int most) {
+  const double limit = spec.machine.memory_gb * 1e9;
+  int counted = 0;
+  for (int R = spec.problem.ranks + 1; R <= most; ++R) {
+    if (spec.problem.seq % R != 0) continue;  // no layout cuts S into R equal shards
+    if (spec.machine.max_nodes > 0 && spec.machine.nodes_for(R) > spec.machine.max_nodes) break;
+    PlanSpec at = spec;
+    at.problem.ranks = R;
+    if (!at.problem.docs.lengths.empty() && at.problem.docs.pad) {
+      at.problem.seq = documents_seq(at.problem.docs, R);  // the padding to 2R changes S
+    }
+    const std::int64_t act = activation_bytes(at);
+    if (static_cast<double>(act) > limit) continue;  // the activations alone overflow: no candidate can fit
+    if (++counted > kMaxRankTries) return -1;
+    const double single = single_gpu_us(at.problem, at.machine, at.backward);
+    for (const Candidate& c : plan_candidates(at.problem))
+      if (try_candidate(at, c, single, act).refused.empty()) return R;
+  }
+  return 0;
 }
 
 }  // namespace cpsim::model

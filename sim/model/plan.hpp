@@ -1,8 +1,10 @@
 // A plan: every way to run one model shape's attention on C ranks of a machine, searched, kept where it fits the
 // memory of a GPU, and ranked by modeled time (`cpsim plan`).
 //
-// The search: strategy (all_gather, ulysses, ring, hybrid A x R for every A dividing C with 1 < A < C) x sharding
-// (zigzag, contiguous) x KV replication (for the all-to-all strategies, where A > Nkv and Nkv divides A). Each
+// The search: strategy (every kind of all_strategies(); the hybrid as A x R for every A dividing C with 1 < A < C)
+// x sharding (plan_shardings: zigzag, contiguous and striped; with documents or a window also global-zigzag and
+// balanced; with --pad-docs zigzag alone, which the padding is for) x KV replication (for the all-to-all
+// strategies, where A > Nkv and Nkv divides A). Each
 // candidate is counted on the counting device (its attention buffers, exactly: the peak the strategy reaches) and
 // replayed on the machine (predict.hpp). With --layers and --hidden the activations a transformer layer keeps
 // for its backward are added (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
@@ -55,9 +57,28 @@ struct Plan {
   int searched = 0;
 };
 
+std::vector<Sharding> plan_shardings(const Problem& p);
 std::vector<Candidate> plan_candidates(const Problem& p);
 // activations = layers x 34 x (S / C) x B x hidden bytes (0 without layers).
 std::int64_t activation_bytes(const PlanSpec& spec);
 Plan plan(const PlanSpec& spec);
+
+// The fastest against the runner-up, term by term (predict.hpp: T = compute + memory ops + imbalance + exposed):
+// each term's difference (runner-up - fastest, us), the term with the largest, and whether the two tie.
+struct Verdict {
+  double gap_us = 0, gap = 0;  // runner-up - fastest, and as a fraction of the fastest
+  bool tie = false;            // gap < kTie
+  double compute_us = 0, memory_us = 0, imbalance_us = 0, exposed_us = 0;
+  std::string deciding;        // "compute", "memory ops", "imbalance", "exposed communication"
+  double deciding_us = 0;
+};
+constexpr double kTie = 0.02;
+Verdict verdict(const PlanEntry& fastest, const PlanEntry& runner_up);
+
+// A fix re-checked before it is printed: the fewest ranks above spec's C (up to `most`) on which a candidate fits,
+// found by planning again; 0 when none up to `most` does, -1 when none of the first kMaxRankTries counted does. Rank counts the sequence cannot be cut into (S % C) or
+// whose activations alone overflow the GPU are skipped without counting.
+int smallest_fitting_ranks(const PlanSpec& spec, int most);
+constexpr int kMaxRankTries = 6;  // rank counts counted before giving up (each is a whole plan)
 
 }  // namespace cpsim::model

@@ -166,9 +166,18 @@ Cell time_cell(const Counted& counted, const Machine& m, bool backward, double s
   const RankTimeline* slowest = &run.ranks.front();  // the rank that finishes last
   for (const auto& r : run.ranks)
     if (r.end_us > slowest->end_us) slowest = &r;
-  cell.exposed_us = slowest->blocked_us;
   cell.compute_us = slowest->compute_us;
   cell.memory_us = slowest->memory_us;
+  // The four terms of the time (predict.hpp): means over the ranks, the busiest rank, and what is left.
+  double busiest = 0;
+  for (const auto& r : run.ranks) {
+    const double busy = r.compute_us + r.memory_us + r.overhead_us;
+    busiest = std::max(busiest, busy);
+    cell.mean_compute_us += r.compute_us / static_cast<double>(run.ranks.size());
+    cell.mean_memory_us += (r.memory_us + r.overhead_us) / static_cast<double>(run.ranks.size());
+  }
+  cell.imbalance_us = std::max(0.0, busiest - cell.mean_compute_us - cell.mean_memory_us);
+  cell.exposed_us = std::max(0.0, (backward ? run.total_us : run.forward_us) - busiest);
   cell.peak_bytes = counted.peak_bytes;
   cell.fits = static_cast<double>(cell.peak_bytes) <= m.memory_gb * 1e9;
   const double t = cell.time_us(backward);

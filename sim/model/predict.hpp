@@ -41,9 +41,16 @@ struct Cell {
   std::optional<UsageError> why_not;  // the constraint it breaks and its fixes, when not valid (the program words it)
   double forward_us = 0;        // the slowest rank's forward
   double total_us = 0;          // the slowest rank's forward + backward
-  double exposed_us = 0;        // the slowest rank's time blocked on communication
   double compute_us = 0;        // the slowest rank's attention time
   double memory_us = 0;         // the slowest rank's copy / add / merge / fill time
+  // The time T (forward + backward, or forward alone without backward) in four terms that add up to it, one meaning
+  // in predict and plan (busy_r: rank r's attention + memory ops + step costs):
+  //   T = mean_compute + mean_memory + imbalance + exposed
+  //   mean_compute, mean_memory  the ranks' mean attention time, and mean memory-op + step time
+  //   imbalance                  max_r busy_r - mean_r busy_r: time lost to uneven work
+  //   exposed                    T - max_r busy_r: communication not hidden behind compute
+  double mean_compute_us = 0, mean_memory_us = 0, imbalance_us = 0;
+  double exposed_us = 0;
   std::int64_t peak_bytes = 0;  // the most any rank held
   bool fits = true;             // peak_bytes within the machine's memory per rank
   double efficiency = 0;        // T(1 device) / (C x T), forward + backward (forward alone without backward)

@@ -1,6 +1,14 @@
 #include "sim/model/published.hpp"
 
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
 #include "sim/core/error.hpp"
+#include "sim/model/cost.hpp"
+#include "sim/model/machine.hpp"
+#include "sim/model/predict.hpp"
 
 namespace cpsim::model {
 namespace {
@@ -98,6 +106,123 @@ Problem ring_flash_attention_problem(int ranks) {
   p.dtype = DType::bf16;
   p.seq = static_cast<std::int64_t>(ranks) * 8192;
   return p;
+}
+
+const std::vector<PublishedPoint>& published_points() {
+  static const std::vector<PublishedPoint> points = [] {
+    std::vector<PublishedPoint> v;
+    // ring-flash-attention's README rows (every sharding) and its one-GPU runs.
+    std::vector<PublishedRingRun> runs = ring_flash_attention_runs();
+    for (const auto& r : ring_flash_attention_stripe_runs()) runs.push_back(r);
+    for (const PublishedRingRun& r : runs) {
+      PublishedPoint pt;
+      pt.label = "ring-flash-attention " + std::string(sharding_name(r.sharding)) + " ring, " +
+                 (r.backward ? "forward+backward" : "forward");
+      pt.machine = r.machine;
+      pt.problem = ring_flash_attention_problem(8);
+      pt.problem.sharding = r.sharding;
+      pt.backward = r.backward;
+      pt.published = r.per_s;
+      v.push_back(pt);
+    }
+    // The FlashAttention-3 paper's one-H100 sweeps.
+    for (const KernelSweep& s : flash_attention_3_sweeps())
+      for (std::size_t i = 0; i < s.seqs.size(); ++i) {
+        PublishedPoint pt;
+        pt.label = "FlashAttention-3 paper, one H100, d=" + std::to_string(s.head_dim) + " " +
+                   (s.causal ? "causal" : "full") + " " + (s.backward ? "backward" : "forward") + " at S=" +
+                   std::to_string(static_cast<std::int64_t>(s.seqs[i]));
+        pt.machine = "h100-sxm-8";
+        pt.problem.ranks = 1;
+        pt.problem.seq = static_cast<std::int64_t>(s.seqs[i]);
+        pt.problem.heads = pt.problem.kv_heads = s.width / s.head_dim;
+        pt.problem.batch = s.batch_heads(i) / pt.problem.heads;
+        pt.problem.head_dim = s.head_dim;
+        pt.problem.causal = s.causal;
+        pt.problem.dtype = DType::bf16;
+        pt.backward = s.backward;
+        pt.one_gpu_rate = true;
+        pt.published = s.tflops[i];
+        v.push_back(pt);
+      }
+    return v;
+  }();
+  return points;
+}
+
+double published_error(const PublishedPoint& pt) {
+  static std::mutex mutex;
+  static std::map<const PublishedPoint*, double> cache;
+  {
+    std::lock_guard lock(mutex);
+    if (const auto it = cache.find(&pt); it != cache.end()) return it->second;
+  }
+  const Machine m = load_machine(pt.machine);
+  double model = 0;
+  if (pt.one_gpu_rate) {
+    model = single_gpu_tflops(pt.problem, m, pt.backward);
+  } else {
+    const Cell c = predict_cell(pt.problem, {pt.strategy, 0}, m, pt.backward, 1);
+    model = 1e6 / c.time_us(pt.backward);
+  }
+  const double e = model / pt.published - 1;
+  std::lock_guard lock(mutex);
+  cache[&pt] = e;
+  return e;
+}
+
+namespace {
+
+std::string tokens(double n) {
+  char buf[32];
+  if (n >= 1024 && std::fmod(n, 1024) == 0)
+    std::snprintf(buf, sizeof buf, "%.0fK", n / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", n);
+  return buf;
+}
+
+// "S/C 2K against 8K (4x fewer)" or "" when equal.
+std::string ratio_text(const char* what, double here, double there, bool as_tokens) {
+  if (here == there) return "";
+  const double r = here > there ? here / there : there / here;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s %s against %s (%.3gx %s)", what,
+                (as_tokens ? tokens(here) : tokens(here)).c_str(), tokens(there).c_str(), r,
+                here > there ? "more" : "fewer");
+  return buf;
+}
+
+}  // namespace
+
+Nearest nearest_published(const Problem& p, const std::string& machine, bool backward) {
+  Nearest best;
+  const double sr = static_cast<double>(p.seq) / p.ranks;
+  for (const PublishedPoint& pt : published_points()) {
+    if (pt.backward != backward && !pt.one_gpu_rate) continue;  // a CP run's own direction
+    const double tr = static_cast<double>(pt.problem.seq) / pt.problem.ranks;
+    const double d = std::fabs(std::log2(sr / tr)) +
+                     std::fabs(std::log2(static_cast<double>(p.head_dim) / static_cast<double>(pt.problem.head_dim))) +
+                     std::fabs(std::log2(static_cast<double>(p.heads) / static_cast<double>(pt.problem.heads))) +
+                     (pt.machine == machine ? 0 : 1) + ((p.ranks > 1) != (pt.problem.ranks > 1) ? 1 : 0) +
+                     (pt.backward != backward ? 0.5 : 0);
+    if (best.point == nullptr || d < best.distance - 1e-12) {
+      best.point = &pt;
+      best.distance = d;
+    }
+  }
+  const PublishedPoint& pt = *best.point;
+  std::string how;
+  auto add = [&how](const std::string& part) {
+    if (!part.empty()) how += (how.empty() ? "" : ", ") + part;
+  };
+  add(ratio_text("S/C", sr, static_cast<double>(pt.problem.seq) / pt.problem.ranks, true));
+  add(ratio_text("D", static_cast<double>(p.head_dim), static_cast<double>(pt.problem.head_dim), false));
+  add(ratio_text("heads", static_cast<double>(p.heads), static_cast<double>(pt.problem.heads), false));
+  if (pt.machine != machine) add("another machine (" + pt.machine + ")");
+  best.how_far = how.empty() ? "the same shape and machine" : how;
+  best.error = published_error(pt);
+  return best;
 }
 
 }  // namespace cpsim::model

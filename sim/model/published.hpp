@@ -55,4 +55,28 @@ const PublishedOneGpu& ring_flash_attention_one_gpu(const std::string& machine);
 // causal, 8K tokens per rank on `ranks` ranks.
 Problem ring_flash_attention_problem(int ranks);
 
+// The published points the model is checked against (the rows above), for saying how far a prediction's shape
+// is from the nearest one and how far off the model is there.
+struct PublishedPoint {
+  std::string label;    // "ring-flash-attention zigzag ring, forward+backward"
+  std::string machine;  // the preset that describes its machine
+  Problem problem;      // ranks, S, heads, head dim, sharding as published
+  StrategyKind strategy = StrategyKind::ring;
+  bool backward = false;
+  bool one_gpu_rate = false;  // a one-GPU kernel rate (TFLOP/s) rather than a CP run's rate (it/s)
+  double published = 0;       // it/s, or TFLOP/s for a one-GPU rate
+};
+const std::vector<PublishedPoint>& published_points();
+// model / published - 1 at the point, the model run afresh.
+double published_error(const PublishedPoint& point);
+
+struct Nearest {
+  const PublishedPoint* point = nullptr;
+  double distance = 0;   // sum of |log2| of the ratios (S/C, D, Nq) + 1 for another machine, + 1 for one GPU
+                         // against a CP run, + 0.5 for the other direction (a forward rate for a backward)
+  std::string how_far;   // "S/C 2K against 8K (4x fewer), 64 heads against 32 (2x), another machine (h800-sxm-8)"
+  double error = 0;      // published_error there
+};
+Nearest nearest_published(const Problem& p, const std::string& machine, bool backward);
+
 }  // namespace cpsim::model

@@ -27,7 +27,9 @@ KernelSweep generated(const KernelCurve& c, double launch_us, bool causal, std::
   s.seqs = {512, 1024, 2048, 4096, 8192, 16384};
   for (std::size_t i = 0; i < s.seqs.size(); ++i) {
     const Op op = square_attention(s.batch_heads(i), static_cast<std::int64_t>(s.seqs[i]), 128, causal, false);
-    s.tflops.push_back(op.flops / (launch_us + op.flops / c.rate(s.seqs[i]) * 1e6) / 1e6);
+    // The kernel's time on the sweep's H100 (132 SMs, 128-row tiles, one tile per SM: cost.hpp).
+    const double occupancy = occupancy_factor(132, 128, 1, op);
+    s.tflops.push_back(op.flops / (launch_us + op.flops / c.rate(s.seqs[i]) * occupancy * 1e6) / 1e6);
   }
   return s;
 }

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <regex>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include "sim/core/json.hpp"
 #include "sim/model/cost.hpp"
 #include "sim/model/predict.hpp"
+#include "sim/model/published.hpp"
 
 using namespace cpsim;
 using namespace cpsim::model;
@@ -148,12 +151,15 @@ TEST_CASE("machine files of the first format keep loading and keep meaning what 
     const Op causal = square_attention(32, 8192, 128, true, false),
              full = square_attention(32, 8192, 128, false, false);
     CHECK(causal.flops / (attention_us(m, causal) - m.launch_us) / 1e6 == doctest::Approx(t * 4096 / (4096 + h)));
-    CHECK(full.flops / (attention_us(m, full) - m.launch_us) / 1e6 == doctest::Approx(t * 8192 / (8192 + h)));
+    CHECK(full.flops / (attention_us(m, full) - m.launch_us) / 1e6 * occupancy_factor(m, full) ==
+          doctest::Approx(t * 8192 / (8192 + h)));
     // One rate per link for both kinds of traffic; no contention, no stack costs beyond what is counted.
     CHECK(m.intra.p2p_gbps == m.intra.collective_gbps);
     CHECK(m.inter.p2p_gbps == m.inter.collective_gbps);
     CHECK(m.comm_sms == 0);
-    CHECK(m.step_us == 0);
+    // A strategy step costs what ring-flash-attention's measured steps cost at the file's memory bandwidth.
+    CHECK(m.step_us == doctest::Approx(kDefaultStepBytes / (m.hbm_gbps * 1e3)));
+    CHECK(m.step_us > 100);
     CHECK(m.merge_bytes_per_element == 0);
     CHECK(m.grad_add_bytes_per_element == 0);
   }
@@ -229,7 +235,57 @@ TEST_CASE("a head dim between two listed ones takes curves between theirs") {
   CHECK(mid.forward_full.tflops > std::min(a.forward_full.tflops, b.forward_full.tflops));
   CHECK(mid.forward_full.tflops < std::max(a.forward_full.tflops, b.forward_full.tflops));
   CHECK(m.curves_for(512).forward_full.tflops == m.curves_for(256).forward_full.tflops);
-  CHECK(m.curves_for(16).forward_full.tflops == a.forward_full.tflops);
+  // Below the smallest listed head dim the rate falls as D / (D + D0), D0 from the listed rates at 64 and 128.
+  const double d0 = head_dim_half_width(m);
+  CHECK(d0 == doctest::Approx(64.0 * 128 * (b.forward_full.tflops / a.forward_full.tflops - 1) /
+                              (128 - 64 * b.forward_full.tflops / a.forward_full.tflops)));
+  CHECK(m.curves_for(32).forward_full.tflops ==
+        doctest::Approx(a.forward_full.tflops * (32 / (32 + d0)) / (64 / (64 + d0))));
+  CHECK(m.curves_for(16).forward_full.tflops < m.curves_for(32).forward_full.tflops);
+  CHECK(m.curves_for(32).forward_full.half_len == a.forward_full.half_len);
+}
+
+TEST_CASE("the FlashAttention-3 paper's peak rates over head dims follow R D / (D + D0)") {
+  // Fig. 5 non-causal forward at 16K: 497, 648, 756 TFLOP/s at d = 64, 128, 256. D0 from the first two predicts
+  // the third within 2%: the law the curves below d = 64 follow.
+  const auto& fa3 = flash_attention_3_sweeps();
+  const double r64 = find_sweep(fa3, 64, false, false).tflops.back(), r128 = find_sweep(fa3, 128, false, false).tflops.back(),
+               r256 = find_sweep(fa3, 256, false, false).tflops.back();
+  const double r = r128 / r64, d0 = 64.0 * 128 * (r - 1) / (128 - r * 64);
+  CHECK(d0 == doctest::Approx(kDefaultHeadDimHalfWidth).epsilon(0.01));
+  const double R = r64 * (64 + d0) / 64;
+  CHECK(relative_error(R * 256 / (256 + d0), r256) <= 0.02);
+}
+
+TEST_CASE("a kernel call's occupancy: idle SMs under few tiles, and the longest causal tile sharing its SM") {
+  Machine m = load_machine("h100-sxm-8");  // 132 SMs, tiles of 128 rows, one tile resident per SM
+  // 5 heads x 16 row tiles = 80 full tiles: 52 SMs idle.
+  CHECK(occupancy_factor(m, square_attention(5, 2048, 64, false, false)) == doctest::Approx(132.0 / 80));
+  CHECK(occupancy_factor(m, square_attention(10, 2048, 64, false, false)) == 1);  // 160 tiles: every SM busy
+  // Causal, 80 tiles of 16 rows tiles per head: the last row tile does 2 x 16 / 17 of the mean, alone on its SM.
+  CHECK(occupancy_factor(m, square_attention(5, 2048, 64, true, false)) == doctest::Approx(132.0 / 80 * 32 / 17));
+  // Enough causal tiles to fill the SMs many times over: no loss.
+  CHECK(occupancy_factor(m, square_attention(64, 16384, 128, true, false)) == 1);
+  // Two tiles resident per SM: 5 heads x 64 row tiles = 320 causal tiles, the longest (2 x 64 / 65 of the mean)
+  // sharing its SM with another the whole time.
+  m.forward_ctas_per_sm = 2;
+  CHECK(occupancy_factor(m, square_attention(5, 8192, 128, true, false)) == doctest::Approx(132.0 / 320 * 128 / 65 * 2));
+  CHECK(occupancy_factor(m, square_attention(5, 8192, 128, true, true)) == 1);  // the backward keeps one per SM
+}
+
+TEST_CASE("a machine file without the fixed costs takes the published defaults") {
+  std::string json = text_of(kV1 + "a100-fa2.json");
+  for (const char* line : {"\"launch_us\": 2", "\"base_latency_us\": 8.4"}) {
+    const auto at = json.find(line);
+    REQUIRE(at != std::string::npos);
+    json.erase(at, std::string(line).size());
+  }
+  // The commas left behind: drop a comma before a closing brace.
+  json = std::regex_replace(json, std::regex(",\\s*\\}"), "\n}");
+  const Machine m = parse_machine(json, "no fixed costs");
+  CHECK(m.launch_us == kDefaultLaunchUs);
+  CHECK(m.collective_base_us == kDefaultCollectiveBaseUs);
+  CHECK(m.step_us == doctest::Approx(default_step_us(m.hbm_gbps)));
 }
 
 TEST_CASE("ring all-gather on one node reaches the NVLink busbw of nccl-tests for large messages") {

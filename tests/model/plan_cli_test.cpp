@@ -4,6 +4,8 @@
 
 #include "../cli/run_cli.hpp"
 #include "../runtime/json_reader.hpp"
+#include <set>
+
 #include "sim/model/plan.hpp"
 
 using namespace cpsim;
@@ -90,4 +92,102 @@ TEST_CASE("cpsim plan refuses impossible requests with one line naming the const
     CHECK(count_lines(r.err) == 1);
     CHECK(r.err.find(b.says) != std::string::npos);
   }
+}
+
+TEST_CASE("the --ranks plan suggests when nothing fits is re-checked: it fits, and the rank counts below it do not") {
+  const auto r = run_cli(
+      "plan --machine h100-ib --ranks 16 --heads 32 --kv-heads 8 --seq 1M --layers 32 --hidden 4096 --json", "plan_fix");
+  REQUIRE(r.rc == 0);
+  const auto j = cpsim::test::parse_output(r.out);
+  REQUIRE(j["fits"].get<double>() == 0);
+  const int R = static_cast<int>(j["fix"]["fewest_ranks_that_fit"].get<double>());
+  CHECK(R > 16);
+  model::PlanSpec spec = llama_spec(R, "h100-ib", 1 << 20);
+  spec.layers = 32;
+  spec.hidden = 4096;
+  CHECK(!model::plan(spec).fits.empty());
+  for (int fewer = 17; fewer < R; ++fewer) {
+    if ((1 << 20) % fewer != 0) continue;
+    CAPTURE(fewer);
+    spec.problem.ranks = fewer;
+    CHECK(model::plan(spec).fits.empty());
+  }
+}
+
+TEST_CASE("plan's times are the sum of compute, memory ops, imbalance and exposed communication") {
+  const model::Plan plan = model::plan(llama_spec(16, "h100-ib", 256 << 10));
+  REQUIRE(plan.fits.size() > 3);
+  for (const model::PlanEntry& e : plan.fits) {
+    CAPTURE(e.candidate.label);
+    const model::Cell& c = e.cell;
+    CHECK(c.mean_compute_us + c.mean_memory_us + c.imbalance_us + c.exposed_us == doctest::Approx(c.total_us));
+    CHECK(c.imbalance_us >= 0);
+    CHECK(c.exposed_us >= 0);
+  }
+}
+
+TEST_CASE("plan calls a gap under 2% a tie and names the term that decides between the first two") {
+  const auto r = run_cli("plan --ranks 8 --heads 32 --kv-heads 8 --seq 1M --json", "plan_tie");
+  REQUIRE(r.rc == 0);
+  const auto j = cpsim::test::parse_output(r.out);
+  const auto& a = j["fastest"][0];
+  const auto& b = j["fastest"][1];
+  const double gap = b["time_ms"].get<double>() / a["time_ms"].get<double>() - 1;
+  CHECK(j["verdict"]["tie"].get<bool>() == (gap < 0.02));
+  CHECK(j["verdict"]["gap"].get<double>() == doctest::Approx(gap));
+  // The deciding term is the one the runner-up spends most more time in.
+  std::string most;
+  double most_ms = -1e300;
+  for (const auto& [term, field] : std::vector<std::pair<std::string, std::string>>{
+           {"compute", "compute_ms"}, {"memory ops", "memory_ops_ms"}, {"imbalance", "imbalance_ms"},
+           {"exposed communication", "exposed_ms"}}) {
+    const double d = b[field].get<double>() - a[field].get<double>();
+    if (d > most_ms) {
+      most_ms = d;
+      most = term;
+    }
+  }
+  CHECK(j["verdict"]["deciding"].get<std::string>() == most);
+  const auto text = run_cli("plan --ranks 8 --heads 32 --kv-heads 8 --seq 1M", "plan_tie_text");
+  CHECK(text.out.find("the deciding term is " + most) != std::string::npos);
+  CHECK(text.out.find(gap < 0.02 ? "A tie: " : " beats ") != std::string::npos);
+}
+
+TEST_CASE("plan takes --docs without --seq as S = their sum, and --pad-docs as per-document zigzag") {
+  const auto sum = run_cli("plan --docs 4096,4096,8192 --ranks 8 --json", "plan_docs");
+  REQUIRE(sum.rc == 0);
+  CHECK(cpsim::test::parse_output(sum.out)["problem"]["seq"].get<double>() == 16384);
+  const auto pad = run_cli("plan --docs 4000,4100,8000 --pad-docs --ranks 8 --json", "plan_pad");
+  REQUIRE(pad.rc == 0);
+  const auto j = cpsim::test::parse_output(pad.out);
+  CHECK(j["problem"]["seq"].get<double>() == 4000 + 4112 + 8000);  // each padded to a multiple of 2C = 16
+  for (const auto& f : j["fastest"]) CHECK(f["sharding"].get<std::string>() == "zigzag");
+  // Without the padding a document that 2C does not divide is refused with the fix that helps.
+  const auto bad = run_cli("plan --docs 4000,4100,8000 --ranks 8", "plan_pad_bad");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("--pad-docs") != std::string::npos);
+}
+
+TEST_CASE("plan searches striped sharding, and under documents balanced and global-zigzag too") {
+  Problem p = llama_spec(8, "h100-sxm-8", 64 << 10).problem;
+  auto names = [](const Problem& q) {
+    std::set<std::string> s;
+    for (const auto& c : model::plan_candidates(q)) s.insert(std::string(sharding_name(c.sharding)));
+    return s;
+  };
+  CHECK(names(p) == std::set<std::string>{"zigzag", "contiguous", "striped"});
+  p.docs.lengths = {32 << 10, 32 << 10};
+  CHECK(names(p) == std::set<std::string>{"zigzag", "contiguous", "striped", "global-zigzag", "balanced"});
+  p.docs.pad = true;
+  CHECK(names(p) == std::set<std::string>{"zigzag"});
+}
+
+TEST_CASE("plan prints what to pass each framework for its choice, or why the framework cannot run it") {
+  const auto r = run_cli("plan --ranks 8 --heads 32 --kv-heads 8 --seq 1M", "plan_frameworks");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("Megatron-LM:") != std::string::npos);
+  CHECK(r.out.find("Transformer Engine:") != std::string::npos);
+  CHECK(r.out.find("PyTorch context_parallel:") != std::string::npos);
+  CHECK(r.out.find("--context-parallel-size 8") != std::string::npos);
+  CHECK(r.out.find("Nearest published point") != std::string::npos);
 }

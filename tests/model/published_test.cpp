@@ -1,0 +1,118 @@
+// The published points every prediction is measured against (published.hpp): each within 15% of the model, the
+// nearest one found by shape, and its error the model's own, computed afresh.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "relative_error.hpp"
+#include "sim/model/predict.hpp"
+#include "sim/model/published.hpp"
+
+using namespace cpsim;
+using namespace cpsim::model;
+
+TEST_CASE("every published point docs/predictions.md cites is predicted within 15%") {
+  REQUIRE(published_points().size() == 12 + 8 * 6);  // ring-flash-attention's rows, the FlashAttention-3 sweeps
+  for (const PublishedPoint& pt : published_points()) {
+    CAPTURE(pt.label);
+    CAPTURE(pt.machine);
+    CHECK(std::abs(published_error(pt)) <= 0.15);
+  }
+}
+
+TEST_CASE("a published shape's nearest point is itself, with the error measured there") {
+  const PublishedPoint& zigzag = published_points().front();
+  const Nearest n = nearest_published(zigzag.problem, zigzag.machine, zigzag.backward);
+  CHECK(n.distance == 0);
+  CHECK(n.how_far == "the same shape and machine");
+  const Cell c = predict_cell(zigzag.problem, {StrategyKind::ring, 0}, load_machine(zigzag.machine), zigzag.backward, 1);
+  CHECK(n.error == doctest::Approx(1e6 / c.time_us(zigzag.backward) / zigzag.published - 1));
+}
+
+TEST_CASE("a shape away from every published point says how far, in tokens per rank, heads and machine") {
+  Problem p = ring_flash_attention_problem(8);
+  p.seq = 8 * 2048;
+  const Nearest n = nearest_published(p, "a100-sxm-8", true);
+  REQUIRE(n.point != nullptr);
+  CHECK(n.point->label == "ring-flash-attention zigzag ring, forward+backward");
+  CHECK(n.point->machine == "a100-sxm-8");
+  CHECK(n.distance == doctest::Approx(2));
+  CHECK(n.how_far == "S/C 2K against 8K (4x fewer)");
+  CHECK(n.error == doctest::Approx(published_error(*n.point)));
+  const Nearest other = nearest_published(p, "h100-sxm-8", true);
+  CHECK(other.distance >= n.distance);  // another machine, or a one-GPU rate, is no nearer
+}
+
+namespace {
+
+// A published CP table held as data (tests/model/published/*.json): its rows' model rates, computed afresh.
+struct Row {
+  std::string machine, run;
+  bool backward = false;
+  double published = 0, model = 0;
+};
+
+std::vector<Row> five_head_rows() {
+  const std::string path = std::string(CPSIM_SOURCE_DIR) + "/tests/model/published/ring_flash_attention_5_heads.json";
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  const auto j = nlohmann::json::parse(in);
+  std::vector<Row> rows;
+  for (const auto& r : j["rows"]) {
+    Row row{r["machine"], r["run"], r["backward"], r["per_s"], 0};
+    const Machine m = load_machine(row.machine);
+    Problem p = ring_flash_attention_problem(8);
+    p.heads = p.kv_heads = 5;  // the older benchmark: qkv packed, 5 heads of 128
+    if (row.run == "one_gpu") {
+      p.ranks = 1;
+      p.seq = 8192;
+      row.model = 1e6 / single_gpu_us(p, m, row.backward);
+    } else {
+      p.sharding = parse_sharding(row.run);
+      row.model = 1e6 / predict_cell(p, {StrategyKind::ring, 0}, m, row.backward, 1).time_us(row.backward);
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("ring-flash-attention's 5-head table: no prediction off by 2x, the fastest sharding right or a tie") {
+  const std::vector<Row> rows = five_head_rows();
+  REQUIRE(rows.size() == 16);
+  for (const Row& r : rows) {
+    CAPTURE(r.machine);
+    CAPTURE(r.run);
+    CAPTURE(r.backward);
+    CHECK(r.model / r.published < 2);
+    CHECK(r.published / r.model < 2);
+  }
+  // Per machine and direction: the sharding the model ranks fastest is the published fastest, or within 2% of it
+  // in the published figures (a tie the model does not claim to resolve).
+  for (const char* machine : {"h800-sxm-8", "a100-sxm-8"})
+    for (const bool backward : {false, true}) {
+      const Row *model_best = nullptr, *published_best = nullptr;
+      for (const Row& r : rows) {
+        if (r.machine != machine || r.backward != backward || r.run == "one_gpu") continue;
+        if (!model_best || r.model > model_best->model) model_best = &r;
+        if (!published_best || r.published > published_best->published) published_best = &r;
+      }
+      CAPTURE(machine);
+      CAPTURE(backward);
+      REQUIRE(model_best != nullptr);
+      CHECK(model_best->published >= 0.98 * published_best->published);
+    }
+}
+
+TEST_CASE("ring-flash-attention's 5-head one-GPU forward rates are predicted within 20%") {
+  // Few tiles per SM (5 heads x 64 row tiles on 132 or 108 SMs): the causal tail (cost.hpp) is what the model
+  // needs here; without it these were 54-60% fast. Now -1.4% (H800) and +16.0% (A100): the A100's misses the 15%
+  // the other published rows meet, and so do five more rows of this table (docs/predictions.md, section 2).
+  for (const Row& r : five_head_rows())
+    if (r.run == "one_gpu" && !r.backward) {
+      CAPTURE(r.machine);
+      CHECK(relative_error(r.model, r.published) <= 0.20);
+    }
+}
