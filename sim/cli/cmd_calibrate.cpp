@@ -163,7 +163,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   for (const auto& b : benches)
     if (b.seqs.size() >= 2) {
       const model::KernelLaunchFit l = model::fit_kernel_launch(base, b);
-      launches.push_back({"attention.launch_us", with_launch.launch_us, l.launch_us,
+      launches.push_back({"attention.launch_us", with_launch.launch_us, l.launch_us, l.rms, l.rows,
                           "attention.launch_us: " + b.origin + ", " + l.rows + ": rms " + fixed(l.rms * 100, 1) + "%" +
                               (l.at_bound ? " (held at 0: the data ask for less)" : "")});
       with_launch.launch_us = l.launch_us;

@@ -3,6 +3,10 @@
 namespace cpsim::model {
 namespace {
 
+// Why no framework runs the pruned ring or the mask exchange: each moves the K/V of every block to every rank.
+constexpr const char* kMovesEveryBlock =
+    "it moves every K/V block to every rank whatever the mask: no pass sends only the K/V a mask sees";
+
 std::string str(std::int64_t x) {
   return std::to_string(x);
 }
@@ -63,6 +67,10 @@ FrameworkSetting megatron(const Problem& p, const StrategyChoice& c) {
     case StrategyKind::hybrid:
       f.settings = base + "a2a+p2p --hierarchical-context-parallel-sizes " + str(A) + " " + str(R);
       break;
+    case StrategyKind::pruned_ring:
+    case StrategyKind::mask_exchange:
+      f.why_not = kMovesEveryBlock;
+      return f;
   }
   f.runs = !f.settings.empty();
   if (!f.runs) f.why_not = "it has no such communication type";
@@ -103,6 +111,10 @@ FrameworkSetting transformer_engine(const Problem& p, const StrategyChoice& c) {
                    groups_text(A, R, true) + ", p2p group of " + str(R) + " ranks at stride " + str(A) + " " +
                    groups_text(A, R, false) + "]";
       break;
+    case StrategyKind::pruned_ring:
+    case StrategyKind::mask_exchange:
+      f.why_not = kMovesEveryBlock;
+      return f;
   }
   f.runs = !f.settings.empty();
   if (!f.runs) f.why_not = "it has no such cp_comm_type";
@@ -111,6 +123,10 @@ FrameworkSetting transformer_engine(const Problem& p, const StrategyChoice& c) {
 
 FrameworkSetting pytorch(const Problem& p, const StrategyChoice& c) {
   FrameworkSetting f{"PyTorch context_parallel", false, "", ""};
+  if (c.kind == StrategyKind::pruned_ring || c.kind == StrategyKind::mask_exchange) {
+    f.why_not = kMovesEveryBlock;
+    return f;
+  }
   if (c.kind == StrategyKind::ulysses || c.kind == StrategyKind::hybrid) {
     f.why_not = "it runs ring attention only; it has no head all-to-all (Ulysses) path";
     return f;
