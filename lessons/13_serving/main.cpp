@@ -169,8 +169,8 @@ int run_lesson(int argc, char** argv) {
               "The paper measured the crossover between its 2.5% and 10% rows; its overlap condition at the "
               "kernel's peak rate says about " +
               lesson::fixed(100 * peak_share, 1) +
-              "%. This model's kernel takes a whole wave even for a small block, which hides the transfer "
-              "sooner (docs/predictions.md).");
+              "%. In this model a block with fewer row tiles than the GPU has SMs leaves the others idle, so a "
+              "small block is slow and hides the transfer sooner (docs/predictions.md).");
 
   // ---- STEP 3
   lesson::banner(3, "decode: one token, the cache on every rank, the merge across ranks");

@@ -68,6 +68,17 @@ double kernel_s(double flops, const KernelCurve& curve, double L) {
   return flops / curve.rate(std::max(L, 1e-9));
 }
 
+// A causal block's P visible pairs per (batch, head) of q x kr: its triangle of side s (s (s + 1) / 2 pairs, s at
+// most the shorter side) and the rest, full work.
+struct Split {
+  double side, tri, rest;
+};
+Split causal_split(double P, double q, double kr) {
+  const double s = std::min({(std::sqrt(8 * P + 1) - 1) / 2, q, kr});
+  const double tri = std::min(P, s * (s + 1) / 2);
+  return {s, tri, P - tri};
+}
+
 }  // namespace
 
 double attention_us(const Machine& m, const Op& op) {
@@ -84,19 +95,16 @@ double attention_us(const Machine& m, const Op& op) {
   if (P >= q * kr) {
     seconds = kernel_s(op.flops, full, bwd ? q : kr);
   } else {
-    // The causal triangle: side s with s (s + 1) / 2 pairs, at most the shorter side; the rest is full work.
-    const double s = std::min({(std::sqrt(8 * P + 1) - 1) / 2, q, kr});
-    const double tri = std::min(P, s * (s + 1) / 2), rest = P - tri;
-    seconds = kernel_s(op.flops * tri / P, causal, s);
-    if (rest > 0) seconds += kernel_s(op.flops * rest / P, full, rest / rows);
+    const Split t = causal_split(P, q, kr);
+    seconds = kernel_s(op.flops * t.tri / P, causal, t.side);
+    if (t.rest > 0) seconds += kernel_s(op.flops * t.rest / P, full, t.rest / rows);
   }
   return m.launch_us + seconds * 1e6 * occupancy_factor(m, op);
 }
 
-double tail_factor(double tiles, double row_tiles, int sm_count, double ctas_per_sm) {
+double tail_factor(double tiles, double r, int sm_count, double ctas_per_sm) {
   if (tiles <= 0) return 1;
-  const double n = std::max(1.0, row_tiles), sm = sm_count;
-  const double r = 2 * n / (n + 1);                                 // the longest tile over the mean
+  const double sm = sm_count;
   const double sharing = std::clamp(tiles / sm, 1.0, std::max(1.0, ctas_per_sm));  // tiles resident beside it
   return std::max(1.0, sm / tiles * r * sharing);
 }
@@ -113,7 +121,16 @@ double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const O
   const double P = static_cast<double>(op.pairs) / bh;
   const bool full = P >= static_cast<double>(op.q_rows) * static_cast<double>(op.k_rows);
   // Full blocks: equal tiles. Causal ones: tiles of unequal length, the longest (the causal tail) finishing last.
-  return full ? std::max(1.0, sm_count / tiles) : tail_factor(tiles, row_tiles, sm_count, ctas_per_sm);
+  if (full) return std::max(1.0, sm_count / tiles);
+  // The longest tile over the mean: a row's length is its share of the full rest plus its part of the triangle,
+  // whose last row tile does 2 n_s / (n_s + 1) of the triangle's mean (n_s row tiles across its side s); never
+  // longer than a whole row. A pure triangle gives 2 n / (n + 1); a block that is mostly full, close to 1.
+  const double q = static_cast<double>(op.q_rows), kr = static_cast<double>(op.k_rows);
+  const Split t = causal_split(P, q, kr);
+  const double n_s = std::max(1.0, std::ceil(t.side / tile_rows));
+  const double longest = std::min(op.backward ? q : kr, t.rest / rows + 2 * n_s / (n_s + 1) * t.tri / t.side);
+  const double r = std::max(1.0, longest / (P / rows));
+  return tail_factor(tiles, r, sm_count, ctas_per_sm);
 }
 
 double memory_us(const Machine& m, std::int64_t bytes) {

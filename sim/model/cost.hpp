@@ -12,8 +12,10 @@
 //   per SM (attention.forward_ctas_per_sm / backward_ctas_per_sm). t_k is the time with every SM busy for the
 //   whole call; the call takes longer when the tiles cannot keep them busy:
 //     full block (equal tiles):   f = max(1, sm / tiles)
-//     causal (unequal tiles; the longest, the last row tile, does r = 2n / (n+1) of the mean, and shares its SM
-//     with the tiles resident beside it, min(c, tiles / sm) in all, from the start):
+//     causal (unequal tiles; the longest, the last row tile, does r of the mean: r = 2n / (n+1) for a triangle of
+//     n row tiles; for a triangle of side s beside a full rest, r = (rest/rows + 2 n_s/(n_s+1) tri/s) / (P/rows),
+//     n_s = ceil(s / tile_rows), at most a whole row; it shares its SM with the tiles resident beside it,
+//     min(c, tiles / sm) in all, from the start):
 //                                 f = max(1, sm / tiles x r x clamp(tiles / sm, 1, c))
 //   t = launch + t_k x f      (launch: the fixed cost of every kernel call)
 // Device memory (copy, add, merge, fill): t = launch + bytes / hbm.
@@ -42,7 +44,7 @@ double attention_us(const Machine& m, const Op& attention);
 // The factor f above of one attention call (>= 1), and the causal tail's (n row tiles per head).
 double occupancy_factor(const Machine& m, const Op& attention);
 double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const Op& attention);
-double tail_factor(double tiles, double row_tiles, int sm_count, double ctas_per_sm);
+double tail_factor(double tiles, double r, int sm_count, double ctas_per_sm);  // r: longest tile / mean
 double memory_us(const Machine& m, std::int64_t bytes);
 // The memory op as the machine's software stack runs it (framework.merge_bytes_per_element for a merge).
 double memory_op_us(const Machine& m, const Op& op);
