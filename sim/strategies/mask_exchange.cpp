@@ -16,27 +16,6 @@ void wait(Request& r) {
   if (r.valid()) r.wait();
 }
 
-// The query rows [q0, q0 + nq) of q that see any key at k (lo, hi never decrease: mask.hpp); nq = 0 when none.
-struct QueryRows {
-  std::int64_t q0 = 0, nq = 0;
-};
-QueryRows seeing_rows(const Positions& q, const Positions& k, const Mask& mask) {
-  const auto first_row = [&](auto pred) {  // the first row i with pred(q_i); q.size() when none
-    std::int64_t a = 0, b = q.size();
-    while (a < b) {
-      const std::int64_t m = (a + b) / 2;
-      if (pred(q.at(m)))
-        b = m;
-      else
-        a = m + 1;
-    }
-    return a;
-  };
-  const std::int64_t q0 = first_row([&](std::int64_t p) { return mask.hi(p) >= k.front(); });
-  const std::int64_t q1 = first_row([&](std::int64_t p) { return mask.lo(p) > k.back(); });
-  return {q0, q1 > q0 ? q1 - q0 : 0};
-}
-
 class MaskExchange : public Strategy {
  public:
   MaskExchange(Communicator& comm, Device& dev, const Problem& p)
@@ -86,14 +65,14 @@ class MaskExchange : public Strategy {
         dev_.record_skip(layout_.positions(rank_), Positions(), "attention_forward");
       } else {
         const Positions& kp = recv_[static_cast<std::size_t>(j)].positions;
-        const QueryRows r = seeing_rows(layout_.positions(rank_), kp, mask_);
+        const SeeingRows r = rows_seeing(layout_.positions(rank_), kp, mask_);
         const std::int64_t nk = kp.size();
-        const Positions qp = slice(layout_.positions(rank_), r.q0, r.nq);
+        const Positions qp = slice(layout_.positions(rank_), r.first, r.count);
         const AttentionOptions opt{mask_, scale_, kind(qp, kp)};
-        const View to = View(tile_out).rows(r.q0, r.nq), tl = View(tile_lse).rows(r.q0, r.nq);
-        dev_.attention_forward(View(q_).rows(r.q0, r.nq), qp, View(cur.kv).batches(0, B_).rows(0, nk),
+        const View to = View(tile_out).rows(r.first, r.count), tl = View(tile_lse).rows(r.first, r.count);
+        dev_.attention_forward(View(q_).rows(r.first, r.count), qp, View(cur.kv).batches(0, B_).rows(0, nk),
                                View(cur.kv).batches(B_, B_).rows(0, nk), kp, to, tl, opt);
-        dev_.merge(View(o.out).rows(r.q0, r.nq), View(o.lse).rows(r.q0, r.nq), to, tl);
+        dev_.merge(View(o.out).rows(r.first, r.count), View(o.lse).rows(r.first, r.count), to, tl);
       }
     }
     out_ = o.out;
@@ -133,11 +112,11 @@ class MaskExchange : public Strategy {
         dev_.record_skip(layout_.positions(rank_), Positions(), "attention_backward");
       } else {
         const Positions& kp = recv_[static_cast<std::size_t>(j)].positions;
-        const QueryRows r = seeing_rows(layout_.positions(rank_), kp, mask_);
+        const SeeingRows r = rows_seeing(layout_.positions(rank_), kp, mask_);
         const std::int64_t nk = kp.size();
-        const Positions qp = slice(layout_.positions(rank_), r.q0, r.nq);
+        const Positions qp = slice(layout_.positions(rank_), r.first, r.count);
         back.out = dev_.alloc(cur.kv.dims(), accum_, Layout::bsnd, "dkv_out", BufferUse::message);
-        const auto rows = [&](const Buffer& x) { return View(x).rows(r.q0, r.nq); };
+        const auto rows = [&](const Buffer& x) { return View(x).rows(r.first, r.count); };
         dev_.attention_backward(rows(q_), qp, View(cur.kv).batches(0, B).rows(0, nk),
                                 View(cur.kv).batches(B, B).rows(0, nk), kp, rows(out_), rows(lse_), rows(dout),
                                 rows(g.dq), View(back.out).batches(0, B), View(back.out).batches(B, B),

@@ -30,11 +30,7 @@ constexpr int kTagKv = 11;
 constexpr int kTagDkv = 12;
 }  // namespace
 
-RingBlock visible_block(const SeqLayout& layout, int rank, int owner, const Mask& mask) {
-  const Positions q = layout.positions(rank), k = layout.positions(owner);
-  const std::int64_t pairs = visible_pairs(q, k, mask);
-  if (pairs == 0) return {};
-  // 1. The query rows that can see a key of the owner, then the keys those rows can see (lo, hi monotone).
+SeeingRows rows_seeing(const Positions& q, const Positions& k, const Mask& mask) {
   const auto first_row = [&](auto pred) {  // the first row i with pred(q_i); q.size() when none
     std::int64_t a = 0, b = q.size();
     while (a < b) {
@@ -48,6 +44,16 @@ RingBlock visible_block(const SeqLayout& layout, int rank, int owner, const Mask
   };
   const std::int64_t q0 = first_row([&](std::int64_t p) { return mask.hi(p) >= k.front(); });
   const std::int64_t q1 = first_row([&](std::int64_t p) { return mask.lo(p) > k.back(); });
+  return {q0, q1 > q0 ? q1 - q0 : 0};
+}
+
+RingBlock visible_block(const SeqLayout& layout, int rank, int owner, const Mask& mask) {
+  const Positions q = layout.positions(rank), k = layout.positions(owner);
+  const std::int64_t pairs = visible_pairs(q, k, mask);
+  if (pairs == 0) return {};
+  // 1. The query rows that can see a key of the owner, then the keys those rows can see (lo, hi monotone).
+  const SeeingRows rows = rows_seeing(q, k, mask);
+  const std::int64_t q0 = rows.first, q1 = rows.first + rows.count;
   const std::int64_t k0 = k.lower_bound(mask.lo(q.at(q0))), k1 = k.upper_bound(mask.hi(q.at(q1 - 1)));
   RingBlock b{q0, q1 - q0, k0, k1 - k0, BlockKind::partial};
   // 2. Its label: every pair of the box visible (full, or TE's half-kv / half-q blocks), the diagonal, or partial.

@@ -27,6 +27,12 @@ struct RingBlock {
   BlockKind kind = BlockKind::skipped;
 };
 RingBlock visible_block(const SeqLayout& layout, int rank, int owner, const Mask& mask);
+// The query rows of q that see some key of k, [first, first + count): contiguous, since a row's visible keys
+// [mask.lo, mask.hi] move up with its position.
+struct SeeingRows {
+  std::int64_t first = 0, count = 0;
+};
+SeeingRows rows_seeing(const Positions& q, const Positions& k, const Mask& mask);
 
 class RingAttention {
  public:
