@@ -1,5 +1,6 @@
 #include "sim/cli/inference_cli.hpp"
 
+#include <algorithm>
 #include <initializer_list>
 #include <iostream>
 
@@ -190,6 +191,11 @@ int plan_inference_command(const ModelShapeOptions& shape, const InferenceFlags&
   const model::PrefillChoice c = model::choose_prefill(p, m);
   const bool decode = p.new_tokens <= kDecodeMost;
   const model::InferenceTime d = decode ? model::model_inference(p, InferenceKind::decode, m) : model::InferenceTime{};
+  // Neither fits a GPU: the fewest ranks that would, each modeled there before it is named.
+  constexpr int kMostRanks = 1024;
+  const bool any_fits = model::fits(m, c.pass_kv) || model::fits(m, c.pass_q);
+  const int most = m.max_nodes > 0 ? std::min(kMostRanks, m.max_nodes * m.ranks_per_node) : kMostRanks;
+  const int fewest = any_fits ? p.ranks : model::fewest_ranks_that_fit(p, m, most);
   if (vm.count("json")) {
     Json j{{"machine", m.name},
            {"ranks", p.ranks},
@@ -202,13 +208,27 @@ int plan_inference_command(const ModelShapeOptions& shape, const InferenceFlags&
              {"new_share", c.new_share},
              {"message_bound", c.message_bound},
              {"bytes_bound", c.bytes_bound},
-             {"reasons", c.reasons}}}};
+             {"reasons", c.reasons}}},
+           {"fits", any_fits},
+           {"fewest_ranks_that_fit", fewest}};
     if (decode) j["decode"] = {{"step_ms", d.us / 1e3}, {"per_token_ms", d.us / 1e3 / static_cast<double>(p.new_tokens)}};
     std::cout << json_text(j) << "\n";
     return 0;
   }
-  std::cout << "Plan, attention only: " << shape_line(p, m) << "\n\n"
-            << "Prefill: " << inference_name(c.choice) << " (time to first token " << ms(std::min(c.pass_kv.us, c.pass_q.us))
+  std::cout << "Plan, attention only: " << shape_line(p, m) << "\n\n";
+  if (!any_fits) {
+    std::cout << "Nothing fits: pass-KV needs " << format_bytes(static_cast<double>(c.pass_kv.peak_bytes))
+              << " and pass-Q " << format_bytes(static_cast<double>(c.pass_q.peak_bytes)) << " per GPU, more than the "
+              << format_bytes(m.memory_gb * 1e9) << " one holds; "
+              << (fewest > 0 ? "--ranks " + std::to_string(fewest) + " is the fewest of " + std::to_string(p.ranks) +
+                                   " x 2^k on which one fits (re-checked)"
+                             : "no count of " + std::to_string(p.ranks) + " x 2^k up to " + std::to_string(most) +
+                                   " ranks" + (most < kMostRanks ? " (all " + m.name + " has)" : std::string()) +
+                                   " holds it: use a shorter --cached" +
+                                   (most < kMostRanks ? " or a machine of more nodes" : std::string()))
+              << "\n\n";
+  }
+  std::cout << "Prefill: " << inference_name(c.choice) << " (time to first token " << ms(std::min(c.pass_kv.us, c.pass_q.us))
             << " ms)\n";
   for (std::size_t i = 0; i < c.reasons.size(); ++i) std::cout << "  " << i + 1 << ". " << c.reasons[i] << "\n";
   if (decode)

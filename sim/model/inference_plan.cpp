@@ -67,7 +67,34 @@ PrefillChoice choose_prefill(const InferenceProblem& p, const Machine& m) {
                       std::to_string(p.new_tokens));
   c.reasons.push_back("modeled on " + m.name + ": pass-KV " + ms(c.pass_kv.us) + ", pass-Q " + ms(c.pass_q.us) +
                       ": " + std::string(inference_name(c.choice)) + " is faster");
+  // 5. Memory: a strategy whose peak does not fit a GPU is no choice, however fast.
+  const bool kv_fits = fits(m, c.pass_kv), q_fits = fits(m, c.pass_q);
+  if (kv_fits != q_fits) {
+    const InferenceTime& other = kv_fits ? c.pass_q : c.pass_kv;
+    c.choice = kv_fits ? InferenceKind::pass_kv : InferenceKind::pass_q;
+    c.reasons.push_back("memory: " + std::string(inference_name(other.kind)) + " needs " +
+                        format_bytes(static_cast<double>(other.peak_bytes)) + " per GPU, more than the " +
+                        format_bytes(m.memory_gb * 1e9) + " one holds: " + std::string(inference_name(c.choice)));
+  }
   return c;
+}
+
+bool fits(const Machine& m, const InferenceTime& t) {
+  return static_cast<double>(t.peak_bytes) <= m.memory_gb * 1e9;
+}
+
+int fewest_ranks_that_fit(const InferenceProblem& p, const Machine& m, int most) {
+  InferenceProblem q = p;
+  for (std::int64_t C = 2 * static_cast<std::int64_t>(p.ranks); C <= most; C *= 2) {
+    q.ranks = static_cast<int>(C);
+    try {
+      if (fits(m, model_inference(q, InferenceKind::pass_kv, m)) || fits(m, model_inference(q, InferenceKind::pass_q, m)))
+        return q.ranks;
+    } catch (const UsageError&) {
+      // C ranks cannot run this step (too few new tokens to split, more nodes than the machine has): go on.
+    }
+  }
+  return 0;
 }
 
 Machine with_ranks_per_node(Machine m, int ranks) {

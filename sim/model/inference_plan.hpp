@@ -12,9 +12,10 @@
 //      behind nothing. With the kernel at its peak rate F on every block (the paper's condition) the block takes
 //      4 D Nq (T/C) ((T+P)/C) / F and the transfer 2 (T+P)/C Nkv D e / BW, so pass-KV hides from
 //        T >= C Nkv e F / (2 Nq BW)
-//      The clock's kernel is slower on small blocks (a block of fewer tiles than SMs still takes a whole wave), so
-//      its blocks hide the transfer from fewer new tokens than that.
+//      The clock's kernel is slower on small blocks (a block of fewer row tiles than the GPU has SMs leaves the
+//      others idle), so its blocks hide the transfer from fewer new tokens than that.
 //   4. the modeled times of both (the slowest rank's forward), which weigh all of the above: the choice
+//   5. memory: when only one of the two fits a GPU (its peak per rank), that one
 // Decode: the modeled time of one decode step (T new tokens per sequence), and per token.
 #pragma once
 #include <cstdint>
@@ -50,6 +51,11 @@ struct PrefillChoice {
   std::vector<std::string> reasons;  // one line per condition, in order
 };
 PrefillChoice choose_prefill(const InferenceProblem& p, const Machine& m);
+// Whether the strategy's peak per rank fits one GPU of the machine.
+bool fits(const Machine& m, const InferenceTime& t);
+// The fewest ranks of C x 2, C x 4, ... (at most `most`) on which pass-KV or pass-Q fits a GPU, each modeled
+// there; 0 when none does.
+int fewest_ranks_that_fit(const InferenceProblem& p, const Machine& m, int most);
 
 // The machine with `ranks` ranks of the CP group on each node (and no more NICs per node than ranks): a CP group
 // laid across nodes, one rank per node, when tensor parallelism fills each node (--ranks-per-node 1).

@@ -72,3 +72,25 @@ TEST_CASE("on a network of 30 GB/s per NIC the modeled crossover falls inside th
   // On the preset itself pass-KV leads at 2.5%: the model's crossover lies below the paper's band there.
   CHECK(at_share(0.025).choice == InferenceKind::pass_kv);
 }
+
+TEST_CASE("a prefill that fits no GPU names the fewest ranks on which it does, and that count fits") {
+  const Machine m = load_machine("h100-ib");
+  InferenceProblem p = paper_problem(1 << 20, 64 << 20, 4);  // 1M new tokens after 64M cached
+  p.heads = p.kv_heads = 32;
+  const PrefillChoice here = choose_prefill(p, m);
+  CHECK_FALSE(fits(m, here.pass_kv));
+  CHECK_FALSE(fits(m, here.pass_q));
+  const int fewest = fewest_ranks_that_fit(p, m, 1024);
+  REQUIRE(fewest > p.ranks);
+  InferenceProblem there = p, below = p;
+  there.ranks = fewest;
+  below.ranks = fewest / 2;
+  const PrefillChoice at = choose_prefill(there, m), under = choose_prefill(below, m);
+  CHECK((fits(m, at.pass_kv) || fits(m, at.pass_q)));
+  CHECK_FALSE((fits(m, under.pass_kv) || fits(m, under.pass_q)));
+  // Where only one of the two fits, that one is the choice, whatever the times say.
+  if (fits(m, at.pass_kv) != fits(m, at.pass_q))
+    CHECK(at.choice == (fits(m, at.pass_kv) ? InferenceKind::pass_kv : InferenceKind::pass_q));
+  // A machine too small for any count: none.
+  CHECK(fewest_ranks_that_fit(p, m, fewest / 2) == 0);
+}
