@@ -14,20 +14,12 @@
 namespace cpsim::model {
 namespace {
 
-void mark(Program& program, OpKind kind, const std::string& phase, int step = -1) {
-  Op op;
-  op.kind = kind;
-  op.name = phase;
-  op.step = step;
-  program.push(std::move(op));
-}
-
 // One rank, as run_rank (sim/runtime/rank_run.cpp) walks it (same buffers, same order, same lifetimes).
 void count_rank(const ValidProblem& valid, bool backward, Communicator& comm, Program& program) {
   const Problem& p = valid.problem();
   const StrategyKind kind = valid.kind();
   Recorder& rec = comm.recorder();
-  rec.set_step_hook([&](const std::string& phase, int step) { mark(program, OpKind::step, phase, step); });
+  rec.set_step_hook([&](const std::string& phase, int step) { program.mark(OpKind::step, phase, step); });
   CountingDevice dev(rec, &program);
   const SeqLayout L(p.ranks, p.seq, p.sharding);
   const std::int64_t s = L.local_len();
@@ -39,19 +31,19 @@ void count_rank(const ValidProblem& valid, bool backward, Communicator& comm, Pr
   // 2. Forward (and backward) through the strategy.
   auto strategy = make_strategy(valid, comm, dev);
   rec.begin_phase("forward");
-  mark(program, OpKind::begin_phase, "forward");
+  program.mark(OpKind::begin_phase, "forward");
   const LocalOutput o = strategy->forward(q, k, v);
   dev.synchronize();
   rec.end_phase();
-  mark(program, OpKind::end_phase, "forward");
+  program.mark(OpKind::end_phase, "forward");
   if (backward) {
     const Buffer dout = dev.alloc({p.batch, s, p.heads, p.head_dim}, p.dtype, Layout::bsnd, "dout");
     rec.begin_phase("backward");
-    mark(program, OpKind::begin_phase, "backward");
+    program.mark(OpKind::begin_phase, "backward");
     const LocalGrads g = strategy->backward(dout);
     dev.synchronize();
     rec.end_phase();
-    mark(program, OpKind::end_phase, "backward");
+    program.mark(OpKind::end_phase, "backward");
   }
   rec.set_step_hook(nullptr);
 }

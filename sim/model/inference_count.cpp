@@ -7,18 +7,10 @@ namespace cpsim::model {
 
 namespace {
 
-void mark(Program& program, OpKind kind, const std::string& phase, int step = -1) {
-  Op op;
-  op.kind = kind;
-  op.name = phase;
-  op.step = step;
-  program.push(std::move(op));
-}
-
 // One rank, as run_inference (sim/runtime/inference_run.cpp) walks it.
 void count_rank(const InferenceProblem& p, InferenceKind kind, Communicator& comm, Program& program) {
   Recorder& rec = comm.recorder();
-  rec.set_step_hook([&](const std::string& phase, int step) { mark(program, OpKind::step, phase, step); });
+  rec.set_step_hook([&](const std::string& phase, int step) { program.mark(OpKind::step, phase, step); });
   CountingDevice dev(rec, &program);
   const InferenceLayout L = p.layout(kind);
   // 1. This rank's padded shards.   q: [B, n, Nq, D]   k, v: [B, m, Nkv, D]
@@ -28,11 +20,11 @@ void count_rank(const InferenceProblem& p, InferenceKind kind, Communicator& com
   // 2. Forward through the strategy.
   auto strategy = make_inference_strategy(kind, p, comm, dev);
   rec.begin_phase("forward");
-  mark(program, OpKind::begin_phase, "forward");
+  program.mark(OpKind::begin_phase, "forward");
   const InferenceOutput o = strategy->forward(q, k, v);
   dev.synchronize();
   rec.end_phase();
-  mark(program, OpKind::end_phase, "forward");
+  program.mark(OpKind::end_phase, "forward");
   rec.set_step_hook(nullptr);
 }
 

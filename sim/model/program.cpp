@@ -72,6 +72,14 @@ bool same_op(const Op& a, const Op& b) {
   return same_but_step(a, b) && a.step == b.step;
 }
 
+void Program::mark(OpKind kind, const std::string& phase, int step) {
+  Op op;
+  op.kind = kind;
+  op.name = phase;
+  op.step = step;
+  push(std::move(op));
+}
+
 int Program::push(Op op) {
   // 1. A mark begins a segment (and completes the one before it).
   if (segments_.empty() || is_mark(op.kind)) {

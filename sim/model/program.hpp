@@ -81,6 +81,8 @@ class Program {
   // Appends an op. An isend or irecv is given the next request id, which is returned (-1 for other ops); a wait
   // names its request by that id.
   int push(Op op);
+  // Appends a mark that costs nothing: a phase's begin or end, or a step's start, named by its phase.
+  void mark(OpKind kind, const std::string& phase, int step = -1);
 
   int requests() const { return requests_; }  // requests issued
   std::int64_t size() const;                  // ops issued, every repetition counted

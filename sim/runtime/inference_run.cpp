@@ -282,15 +282,7 @@ std::string inference_trace_json(const InferenceRunResult& r) {
     const WorkCounts& w = s.total_work();
     rank["work"] = {{"forward", {{"pairs", w.pairs}, {"flops", w.flops}, {"blocks", w.calls},
                                  {"skipped_blocks", w.skipped_calls}}}};
-    rank["bytes_sent"] = s.comm_counts().bytes_sent;
-    rank["bytes_received"] = s.comm_counts().bytes_received;
-    rank["messages_sent"] = s.comm_counts().messages_sent;
-    Json& calls = rank["calls"] = Json::object();
-    for (const auto& [k, n] : s.comm_counts().calls) calls[k] = n;
-    rank["peak_bytes"] = s.peak_bytes();
-    Json& time = rank["time_ms"] = Json::object();
-    for (const auto& [k, us] : s.phase_us()) time[k] = us / 1000.0;
-    time["idle"] = s.idle_us() / 1000.0;
+    add_rank_counts(rank, s);
     run["ranks"].push_back(std::move(rank));
     ranks.push_back(RankReport{rk.rank, kv, s});
   }

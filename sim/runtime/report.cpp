@@ -179,6 +179,18 @@ Json runs_json(std::span<const PosRun> runs) {
   return j;
 }
 
+void add_rank_counts(Json& rank, const Recorder& s) {
+  rank["bytes_sent"] = s.comm_counts().bytes_sent;
+  rank["bytes_received"] = s.comm_counts().bytes_received;
+  rank["messages_sent"] = s.comm_counts().messages_sent;
+  Json& calls = rank["calls"] = Json::object();
+  for (const auto& [k, n] : s.comm_counts().calls) calls[k] = n;
+  rank["peak_bytes"] = s.peak_bytes();
+  Json& time = rank["time_ms"] = Json::object();
+  for (const auto& [k, us] : s.phase_us()) time[k] = us / 1000.0;
+  time["idle"] = s.idle_us() / 1000.0;
+}
+
 Json run_json(const RunResult& r) {
   const RunConfig& cfg = r.config;
   const Problem& p = cfg.problem;
@@ -242,15 +254,7 @@ Json run_json(const RunResult& r) {
                      {"tiles_skipped", w.tiles_skipped},
                      {"per_step", std::move(per_step)}};
     }
-    rank["bytes_sent"] = s.comm_counts().bytes_sent;
-    rank["bytes_received"] = s.comm_counts().bytes_received;
-    rank["messages_sent"] = s.comm_counts().messages_sent;
-    Json& calls = rank["calls"] = Json::object();
-    for (const auto& [k, n] : s.comm_counts().calls) calls[k] = n;
-    rank["peak_bytes"] = s.peak_bytes();
-    Json& time = rank["time_ms"] = Json::object();
-    for (const auto& [k, us] : s.phase_us()) time[k] = us / 1000.0;
-    time["idle"] = s.idle_us() / 1000.0;
+    add_rank_counts(rank, s);
     j["ranks"].push_back(std::move(rank));
   }
   if (r.check.ran) j["check"] = check_json(r.check);

@@ -15,6 +15,8 @@ std::string format_check(const RunResult& r);   // the check section alone (with
 std::string format_need(const RunResult& r);
 std::string redundancy_text(double redundancy);  // "33.3%", or "all redundant (need 0)"
 Json run_json(const RunResult& r);              // {config, ranks, check, wall_ms}
+// A rank's bytes, messages, calls, peak memory and phase times, as run_json writes them.
+void add_rank_counts(Json& rank, const Recorder& stats);
 // Position runs as [[first, count, stride, width], ...] (one block written as [first, count, 1, 1]).
 Json runs_json(std::span<const PosRun> runs);
 
