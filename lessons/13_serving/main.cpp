@@ -163,14 +163,18 @@ int run_lesson(int argc, char** argv) {
   lesson::expect(modeled.back().pass_q.exposed_us > 0, "pass-Q's all-to-all is exposed");
   const double peak_share = modeled.back().peak_tokens / 128000;
   lesson::expect(peak_share > 0.025 && peak_share < 0.10, "the peak-rate condition within the paper's band");
+  // The crossover between the 1% and 2.5% rows: where the block starts to outlast the transfer.
+  lesson::expect(modeled[1].choice == InferenceKind::pass_q && modeled[2].choice == InferenceKind::pass_kv,
+                 "the modeled crossover between the 1% and 2.5% rows");
   lesson::say("Bytes are not the whole story: pass-KV's transfer of one step overlaps that step's block, and "
               "once the block takes longer the K/V travel for free, while pass-Q's all-to-all of the partials "
-              "waits for nothing to hide behind. The model keeps pass-Q only while pass-KV's transfer is exposed. "
-              "The paper measured the crossover between its 2.5% and 10% rows; its overlap condition at the "
-              "kernel's peak rate says about " +
+              "waits for nothing to hide behind. The model keeps pass-Q only while pass-KV's transfer is exposed: "
+              "here up to between the 1% and 2.5% rows. The paper measured the crossover between its 2.5% and 10% "
+              "rows; its overlap condition at the kernel's peak rate says about " +
               lesson::fixed(100 * peak_share, 1) +
-              "%. In this model a block with fewer row tiles than the GPU has SMs leaves the others idle, so a "
-              "small block is slow and hides the transfer sooner (docs/predictions.md).");
+              "%. A small block has fewer query tiles than the GPU has SMs; the kernel splits its keys over the "
+              "idle ones (FlashAttention's split-KV), so the block is short and pass-KV's transfer stays exposed "
+              "(docs/predictions.md).");
 
   // ---- STEP 3
   lesson::banner(3, "decode: one token, the cache on every rank, the merge across ranks");

@@ -143,7 +143,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
           "calibrate needs at least one table or bench output to fit",
           "give --sendrecv FILE, --all-gather FILE, --all-to-all FILE or --gpu-attention FILE");
   check_output("out", out);
-  const model::Machine base = model::load_machine(machine);
+  const model::Machine loaded = model::load_machine(machine);
   std::vector<model::NcclTable> tables;
   const std::string fix = "name a file the nccl-tests binary's output was saved to";
   for (const auto& [test, files, flag] : {std::tuple{model::NcclTest::sendrecv, &sendrecv, "sendrecv"},
@@ -157,6 +157,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     benches.push_back(model::parse_attention_bench(
         read_input("gpu-attention", f, "name the saved output of cpsim bench gpu_attention --json"),
         std::filesystem::path(f).filename()));
+  const model::Machine base = attention.empty() ? loaded : model::with_own_kernels(loaded);
   // The per-call cost first (calibrate_kernel.hpp), so that the curves are fitted net of it.
   model::Machine with_launch = base;
   std::vector<model::FitLine> launches;

@@ -104,4 +104,13 @@ KernelLaunchFit fit_kernel_launch(const Machine& m, const AttentionBench& b) {
   return out;
 }
 
+Machine with_own_kernels(Machine m) {
+  const char* why = "cpsim bench gpu_attention times cpsim's own kernels, which neither split keys nor pack heads";
+  m.max_kv_splits = 1;
+  m.pack_gqa = false;
+  m.sources["attention.max_kv_splits"] = why;
+  m.sources["attention.pack_gqa"] = why;
+  return m;
+}
+
 }  // namespace cpsim::model

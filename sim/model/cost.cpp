@@ -91,15 +91,75 @@ double attention_us(const Machine& m, const Op& op) {
   const double rows = bwd ? kr : q;  // the rows the kernel parallelises over; it loops over the others
   const KernelCurve& full = bwd ? k.backward_full : k.forward_full;
   const KernelCurve& causal = bwd ? k.backward_causal : k.forward_causal;
+  // A split forward runs each part's loop over 1/s of the keys: the curves at L / s.
+  const Tiling tl = tiling(m, op);
+  const int s = tl.splits;
   double seconds = 0;
   if (P >= q * kr) {
-    seconds = kernel_s(op.flops, full, bwd ? q : kr);
+    seconds = kernel_s(op.flops, full, (bwd ? q : kr) / s);
   } else {
     const Split t = causal_split(P, q, kr);
-    seconds = kernel_s(op.flops * t.tri / P, causal, t.side);
-    if (t.rest > 0) seconds += kernel_s(op.flops * t.rest / P, full, t.rest / rows);
+    seconds = kernel_s(op.flops * t.tri / P, causal, t.side / s);
+    if (t.rest > 0) seconds += kernel_s(op.flops * t.rest / P, full, t.rest / rows / s);
   }
-  return m.launch_us + seconds * 1e6 * occupancy_factor(m, op);
+  // The split's combine: a second kernel reads the s partial outputs and LSEs (f32) and writes the merged ones.
+  const double combine_us =
+      s > 1 ? memory_us(m, static_cast<std::int64_t>(bh * q * (s + 1) * static_cast<double>(op.head_dim + 1) * 4))
+            : 0;
+  const double ctas = bwd ? m.backward_ctas_per_sm : m.forward_ctas_per_sm;
+  // The kernel reads K and V at least once: a call of few query rows (decode) runs at the memory's rate.
+  const double compute_us = seconds * 1e6 * occupancy_factor(m.sm_count, m.tile_rows, ctas, op, tl);
+  const double read_us = transfer_us(static_cast<double>(op.bytes), m.hbm_gbps);
+  return m.launch_us + std::max(compute_us, read_us) + combine_us;
+}
+
+namespace {
+
+// FlashAttention's split count for `tiles` row tiles over `key_tiles` key tiles (cost.hpp, split-KV).
+int splits_for(double tiles, double key_tiles, double sm, int max_splits) {
+  // 1. Enough row tiles to nearly fill the SMs, or too few key tiles to split: one part.
+  if (max_splits <= 1 || tiles >= 0.8 * sm || key_tiles <= 4) return 1;
+  // 2. The wave efficiency of s parts: the waves tiles s / sm over the whole waves they take.
+  const int most = static_cast<int>(std::min({static_cast<double>(max_splits), sm, key_tiles}));
+  const auto efficiency = [&](int parts) {
+    const double waves = tiles * parts / sm;
+    return waves / std::ceil(waves);
+  };
+  double best = 0;
+  for (int parts = 1; parts <= most; ++parts) best = std::max(best, efficiency(parts));
+  // 3. The fewest parts within 85% of the best (more parts cost more partial outputs to write and combine).
+  for (int parts = 1; parts <= most; ++parts)
+    if (efficiency(parts) >= 0.85 * best) return parts;
+  return 1;
+}
+
+// How full the last of the tiles over `rows` rows is: rows / (rows rounded up to whole tiles).
+double last_fill(double rows, double tile_rows) {
+  return rows / (std::ceil(rows / tile_rows) * tile_rows);
+}
+
+}  // namespace
+
+Tiling tiling(int sm_count, int tile_rows, int max_splits, bool pack_gqa, const Op& op) {
+  if (op.pairs <= 0 || op.batch_heads <= 0) return {};
+  const double bh = static_cast<double>(op.batch_heads), tr = tile_rows;
+  const double rows = static_cast<double>(op.backward ? op.k_rows : op.q_rows);
+  const double plain = bh * std::ceil(rows / tr);
+  if (op.backward) return {plain, 1, false, last_fill(rows, tr)};
+  // 1. Packed: the g query heads of a KV head share tiles, g q_rows rows per (batch, KV head).
+  const double g = static_cast<double>(std::max<std::int64_t>(1, op.kv_group));
+  const bool can_pack = pack_gqa && g > 1;
+  const double packed = bh / g * std::ceil(rows * g / tr);
+  // 2. The split, counted on the tiles the kernel would run (FlashAttention-3 counts packed ones).
+  const double key_tiles = std::ceil(static_cast<double>(op.k_rows) / tr);
+  const int s = splits_for(can_pack ? packed : plain, key_tiles, sm_count, max_splits);
+  // 3. Pack when split, or when the plain tiles' last one is under 0.9 of the packed ones' fill.
+  const bool pack = can_pack && (s > 1 || last_fill(rows, tr) < 0.9 * last_fill(rows * g, tr));
+  return {pack ? packed : plain, s, pack, pack ? last_fill(rows * g, tr) : last_fill(rows, tr)};
+}
+
+Tiling tiling(const Machine& m, const Op& op) {
+  return tiling(m.sm_count, m.tile_rows, m.max_kv_splits, m.pack_gqa, op);
 }
 
 double tail_factor(double tiles, double r, int sm_count, double ctas_per_sm) {
@@ -110,18 +170,27 @@ double tail_factor(double tiles, double r, int sm_count, double ctas_per_sm) {
 }
 
 double occupancy_factor(const Machine& m, const Op& op) {
-  return occupancy_factor(m.sm_count, m.tile_rows, op.backward ? m.backward_ctas_per_sm : m.forward_ctas_per_sm, op);
+  return occupancy_factor(m.sm_count, m.tile_rows, op.backward ? m.backward_ctas_per_sm : m.forward_ctas_per_sm, op,
+                          tiling(m, op));
 }
 
 double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const Op& op) {
+  return occupancy_factor(sm_count, tile_rows, ctas_per_sm, op, tiling(sm_count, tile_rows, 1, false, op));
+}
+
+double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const Op& op, const Tiling& cut) {
   if (op.pairs <= 0 || op.batch_heads <= 0) return 1;
   const double bh = static_cast<double>(op.batch_heads);
   const double rows = static_cast<double>(op.backward ? op.k_rows : op.q_rows);
-  const double row_tiles = std::ceil(rows / tile_rows), tiles = bh * row_tiles;
+  // Each row tile runs as cut.splits parts, each over a share of its keys: the longest part over the mean one is
+  // the longest tile over the mean one.
+  const double tiles = cut.tiles * cut.splits;
+  // A tile runs whole whether its rows are there or not: the padding of the last one costs its rows too.
+  const double padding = cut.fill > 0 ? 1 / cut.fill : 1;
   const double P = static_cast<double>(op.pairs) / bh;
   const bool full = P >= static_cast<double>(op.q_rows) * static_cast<double>(op.k_rows);
   // Full blocks: equal tiles. Causal ones: tiles of unequal length, the longest (the causal tail) finishing last.
-  if (full) return std::max(1.0, sm_count / tiles);
+  if (full) return padding * std::max(1.0, sm_count / tiles);
   // The longest tile over the mean: a row's length is its share of the full rest plus its part of the triangle,
   // whose last row tile does 2 n_s / (n_s + 1) of the triangle's mean (n_s row tiles across its side s); never
   // longer than a whole row. A pure triangle gives 2 n / (n + 1); a block that is mostly full, close to 1.
@@ -130,7 +199,7 @@ double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const O
   const double n_s = std::max(1.0, std::ceil(t.side / tile_rows));
   const double longest = std::min(op.backward ? q : kr, t.rest / rows + 2 * n_s / (n_s + 1) * t.tri / t.side);
   const double r = std::max(1.0, longest / (P / rows));
-  return tail_factor(tiles, r, sm_count, ctas_per_sm);
+  return padding * tail_factor(tiles, r, sm_count, ctas_per_sm);
 }
 
 double memory_us(const Machine& m, std::int64_t bytes) {

@@ -17,7 +17,19 @@
 //     n_s = ceil(s / tile_rows), at most a whole row; it shares its SM with the tiles resident beside it,
 //     min(c, tiles / sm) in all, from the start):
 //                                 f = max(1, sm / tiles x r x clamp(tiles / sm, 1, c))
-//   t = launch + t_k x f      (launch: the fixed cost of every kernel call)
+//   split-KV (forward only; FlashAttention-2 csrc/flash_attn/flash_api.cpp set_params_splitkv, FlashAttention-3
+//   hopper/heuristics.h num_splits_heuristic): a call of fewer than 0.8 sm row tiles and more than 4 key tiles
+//   (ceil(k_rows / tile_rows)) splits its keys into s parts, the fewest whose wave efficiency
+//   e(s) = w / ceil(w), w = tiles s / sm, is within 85% of the best over s = 1 .. min(attention.max_kv_splits,
+//   sm, key tiles). Each part loops over 1/s of the keys (the curves at L / s), the occupancy counts tiles x s
+//   parts, and a combine kernel reads the s partial outputs and LSEs (f32) and writes one:
+//                                 t_c = launch + B*N q_rows (s + 1) (D + 1) 4 bytes / hbm
+//   GQA packing (attention.pack_gqa; FlashAttention-3 hopper/heuristics.h should_pack_gqa, flash_api.cpp
+//   get_pack_gqa): the g = Nq/Nkv query heads of a KV head share tiles, B*N/g ceil(g q_rows / tile_rows) tiles,
+//   when split or when the unpacked last tile is under 0.9 of the packed one's fill (rows / whole tiles' rows);
+//   the split is counted on the packed tiles
+//   t = launch + max(t_k x f, kv_bytes / hbm) (+ t_c)      (launch: the fixed cost of every kernel call; kv_bytes:
+//   the K and V the call reads, Op::bytes, at least once: a call of few query rows, decode, is bound by memory)
 // Device memory (copy, add, merge, fill): t = launch + bytes / hbm.
 // Point to point, n bytes between ranks a and b: t = latency + n / p2p_bw of the link (NVLink inside a node; one
 // NIC between nodes: the clock shares a NIC among the flows that cross it, clock.hpp).
@@ -42,8 +54,19 @@ namespace cpsim::model {
 
 double attention_us(const Machine& m, const Op& attention);
 // The factor f above of one attention call (>= 1), and the causal tail's (n row tiles per head).
+// How a call's work is cut for the SMs: its row tiles (packed or not) and the parts each splits its keys into.
+struct Tiling {
+  double tiles = 0;  // row tiles over every (batch, head), or every (batch, KV head) when packed
+  int splits = 1;    // split-KV parts per row tile (1: none)
+  bool packed = false;
+  double fill = 1;   // the rows over the rows of the whole tiles they take (the last tile's padding)
+};
+Tiling tiling(const Machine& m, const Op& attention);
+Tiling tiling(int sm_count, int tile_rows, int max_splits, bool pack_gqa, const Op& attention);
 double occupancy_factor(const Machine& m, const Op& attention);
+// Without splits or packing (the one-GPU sweeps' calls, which fill the SMs), or with a given tiling.
 double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const Op& attention);
+double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const Op& attention, const Tiling& t);
 double tail_factor(double tiles, double r, int sm_count, double ctas_per_sm);  // r: longest tile / mean
 double memory_us(const Machine& m, std::int64_t bytes);
 // The memory op as the machine's software stack runs it (framework.merge_bytes_per_element for a merge).

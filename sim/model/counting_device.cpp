@@ -103,6 +103,8 @@ TileCounts CountingDevice::attention(const View& q, const Positions& q_pos, cons
     op.q_rows = q.ns;
     op.k_rows = k.ns;
     op.batch_heads = bh;
+    op.kv_group = k.nh > 0 ? std::max<std::int64_t>(1, q.nh / k.nh) : 1;
+    op.bytes = 2 * bytes_of(k);  // K and V (of K's shape), read at least once
     op.head_dim = q.d();
     op.elements = grad_elements;
     const std::int64_t pairs1 = visible_pairs(q_pos, k_pos, mask);

@@ -31,6 +31,8 @@ const std::vector<MachineField>& machine_fields() {
       {"attention.launch_us", 0, 1e6, false, false, false, true},
       {"attention.forward_ctas_per_sm", 1, 64, false, true, false, false},
       {"attention.backward_ctas_per_sm", 1, 64, false, true, false, false},
+      {"attention.max_kv_splits", 1, 1024, false, true, false, false},
+      {"attention.pack_gqa", 0, 1, false, true, false, false},
       {"memory.hbm_gbps", 1e-3, 1e6, false, false, true, true},
       {"intra.gbps", 1e-6, 1e5, false, false, true, true},
       {"intra.p2p_gbps", 1e-6, 1e5, false, false, false, true},
@@ -451,6 +453,8 @@ Machine parse_machine(const std::string& json, const std::string& origin) {
   m.launch_us = r.get("attention.launch_us", false).value_or(kDefaultLaunchUs);
   m.forward_ctas_per_sm = r.get("attention.forward_ctas_per_sm", false).value_or(1);
   m.backward_ctas_per_sm = r.get("attention.backward_ctas_per_sm", false).value_or(1);
+  m.max_kv_splits = static_cast<int>(r.get("attention.max_kv_splits", false).value_or(kDefaultMaxKvSplits));
+  m.pack_gqa = r.get("attention.pack_gqa", false).value_or(0) != 0;
   m.hbm_gbps = r.need("memory.hbm_gbps");
   // 2. Links: intra.gbps is the collective rate and, unless given, the point-to-point one; inter.gbps a NIC's
   //    rate for flows and, unless given, in rings; a step of a collective costs the message latency unless given.
@@ -549,6 +553,8 @@ std::string machine_json(const Machine& m) {
   attention["launch_us"] = machine_number(m.launch_us);
   attention["forward_ctas_per_sm"] = machine_number(m.forward_ctas_per_sm);
   attention["backward_ctas_per_sm"] = machine_number(m.backward_ctas_per_sm);
+  attention["max_kv_splits"] = machine_number(m.max_kv_splits);
+  attention["pack_gqa"] = machine_number(m.pack_gqa ? 1 : 0);
   if (!legacy)
     for (const KernelCurves& k : m.kernels) {
       Json& section = j["kernel_d" + std::to_string(k.head_dim)] = Json::object();

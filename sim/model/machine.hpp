@@ -51,6 +51,11 @@ struct KernelCurves {
   KernelCurve forward_causal, forward_full, backward_causal, backward_full;
 };
 
+// A FlashAttention forward whose row tiles leave SMs idle splits its keys into at most this many parts
+// (split-KV: FlashAttention-2 csrc/flash_attn/flash_api.cpp and FlashAttention-3 hopper/flash_api.cpp both cap
+// num_splits at 128; cost.hpp says how many it takes).
+constexpr int kDefaultMaxKvSplits = 128;
+
 struct Machine {
   std::string name, description;
   // nodes
@@ -62,6 +67,8 @@ struct Machine {
   int sm_count = 1;      // streaming multiprocessors (cores): parallel tiles in flight
   int tile_rows = 128;   // rows per kernel tile, for the occupancy term
   double forward_ctas_per_sm = 1, backward_ctas_per_sm = 1;  // tiles resident on one SM at once (cost.hpp)
+  int max_kv_splits = kDefaultMaxKvSplits;  // the forward's split-KV cap (cost.hpp); 1: it never splits
+  bool pack_gqa = false;  // the forward packs a KV head's query heads into one tile (FlashAttention-3; cost.hpp)
   double launch_us = 0;  // fixed cost of every kernel (attention, copy, merge)
   double hbm_gbps = 0;   // device memory bandwidth for copy / add / merge / fill
   // links: two levels (intra, inter), or any number of `levels`

@@ -195,6 +195,10 @@ const char* const kCommSms =
     "NCCL runs a send/recv pair on 2 channels per peer (NCCL log '2 p2p channels per peer', nccl issue 1189), one "
     "CTA each (NVIDIA forum: an all-gather of 24 channels launches 24 blocks): 2 peers x 2 = 4 SMs";
 
+const char* const kFa3PackGqa =
+    "FlashAttention-3 packs a KV head's query heads into one tile when that fills the last tile better, and always "
+    "when it splits the keys (hopper/heuristics.h should_pack_gqa, hopper/flash_api.cpp get_pack_gqa)";
+
 std::string h100(const std::string& name, const std::string& description, bool cluster) {
   Entries e = {
       {"nodes.ranks_per_node", 8, "8 H100 SXM GPUs per HGX/DGX H100 board"},
@@ -203,6 +207,7 @@ std::string h100(const std::string& name, const std::string& description, bool c
       {"nodes.memory_gb", 80, "H100 SXM5: 80 GB HBM3 (NVIDIA H100 datasheet)"},
       {"attention.sm_count", 132, "H100 SXM5: 132 SMs (NVIDIA H100 datasheet)"},
       {"attention.tile_rows", 128, "FlashAttention-3 query tile of 128 rows at d=128"},
+      {"attention.pack_gqa", 1, kFa3PackGqa},
       {"attention.forward_ctas_per_sm", 1, "FlashAttention-3 runs one persistent CTA per SM"},
       {"attention.backward_ctas_per_sm", 1, "FlashAttention-3 runs one persistent CTA per SM"},
       {"attention.launch_us", kLaunchUs, kLaunchSource},
@@ -368,6 +373,7 @@ std::string h100_pcie() {
       {"nodes.memory_gb", 80, "H100 PCIe: 80 GB HBM2e (NVIDIA H100 datasheet)"},
       {"attention.sm_count", 114, "H100 PCIe: 114 SMs (NVIDIA H100 datasheet)"},
       {"attention.tile_rows", 128, "FlashAttention-3 query tile of 128 rows at d=128"},
+      {"attention.pack_gqa", 1, kFa3PackGqa},
       {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 1800, "H100 PCIe HBM2e 2.0 TB/s (NVIDIA H100 datasheet) x 0.9 achievable (assumption)"},
   };
@@ -407,6 +413,7 @@ std::string h100_cluster() {
       {"nodes.memory_gb", 80, "H100 SXM5: 80 GB HBM3 (NVIDIA H100 datasheet)"},
       {"attention.sm_count", 132, "H100 SXM5: 132 SMs (NVIDIA H100 datasheet)"},
       {"attention.tile_rows", 128, "FlashAttention-3 query tile of 128 rows at d=128"},
+      {"attention.pack_gqa", 1, kFa3PackGqa},
       {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 3000, "H100 SXM5 HBM3 3.35 TB/s (NVIDIA H100 datasheet) x 0.9 achievable (assumption)"},
   };

@@ -45,11 +45,12 @@ struct Op {
   std::int64_t pairs = 0;               // visible (query, key) pairs, summed over batch and heads
   std::int64_t q_rows = 0, k_rows = 0;  // the block: [q_rows] x [k_rows] positions
   std::int64_t batch_heads = 0;         // B x Nq of the call
+  std::int64_t kv_group = 1;            // Nq / Nkv: query heads per KV head (GQA)
   std::int64_t head_dim = 0;            // D
   std::vector<Span> q_spans, k_spans;   // the positions, for the trace (when Program::spans)
   // memory: name is "copy", "add", "merge" or "fill"
   std::string name;
-  std::int64_t bytes = 0;  // memory: moved; p2p: the message; collective: per rank (see above)
+  std::int64_t bytes = 0;  // memory: moved; p2p: the message; collective: per rank (see above); attention: K and V
   std::int64_t elements = 0;  // merge: the accumulator's elements; backward attention: dq + dk + dv elements
   // point to point
   int peer = -1, tag = 0, request = -1;  // request: as given to Program::push; stored relative (Segment)

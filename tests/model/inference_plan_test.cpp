@@ -59,7 +59,7 @@ TEST_CASE("a CP group of one rank per node puts every rank on its own node and N
 }
 
 TEST_CASE("on a network of 30 GB/s per NIC the modeled crossover falls inside the paper's band") {
-  // docs/predictions.md: the preset's 48.5 GB/s hides pass-KV's transfer from about 0.4% on; at 30 GB/s it is
+  // docs/predictions.md: the preset's 48.5 GB/s hides pass-KV's transfer from about 2% on; at 30 GB/s it is
   // exposed at 2.5% and hidden again at 5%.
   const Machine slow = scaled(paper_machine(), "inter.gbps", 30 / 48.5);
   const auto choose = [&](double share) {
@@ -69,8 +69,25 @@ TEST_CASE("on a network of 30 GB/s per NIC the modeled crossover falls inside th
   CHECK(choose(0.025).choice == InferenceKind::pass_q);
   CHECK(choose(0.05).choice == InferenceKind::pass_kv);
   CHECK(choose(0.10).choice == InferenceKind::pass_kv);
-  // On the preset itself pass-KV leads at 2.5%: the model's crossover lies below the paper's band there.
+  // On the preset itself pass-Q leads at 1% and pass-KV at 2.5%: the model's crossover lies just below the
+  // paper's band there.
+  CHECK(at_share(0.01).choice == InferenceKind::pass_q);
   CHECK(at_share(0.025).choice == InferenceKind::pass_kv);
+}
+
+TEST_CASE("a small prefill block splits its keys over the idle SMs, so pass-KV's transfer is exposed at 1%") {
+  // 1% of 128000: 320 new tokens a rank, 16 query heads on one KV head: packed, 40 tiles of 128 rows for 132 SMs;
+  // FlashAttention splits the 32000 keys, the block takes less than the K/V step it would hide.
+  const PrefillChoice c = at_share(0.01);
+  CHECK(c.block_us < c.kv_step_us);
+  CHECK(c.pass_kv.exposed_us > 0);
+  Machine unsplit = paper_machine();
+  unsplit.max_kv_splits = 1;
+  unsplit.pack_gqa = false;
+  const auto T = static_cast<std::int64_t>(128000 * 0.01);
+  const PrefillChoice idle = choose_prefill(paper_problem(T, 128000 - T, 4), unsplit);
+  CHECK(idle.block_us > c.block_us * 2);  // the SMs the unsplit call leaves idle
+  CHECK(idle.choice == InferenceKind::pass_kv);
 }
 
 TEST_CASE("a prefill that fits no GPU names the fewest ranks on which it does, and that count fits") {

@@ -17,6 +17,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
 #include "sim/model/cost.hpp"
+#include "sim/model/counting_device.hpp"
 #include "sim/model/predict.hpp"
 #include "sim/model/published.hpp"
 
@@ -259,6 +260,7 @@ TEST_CASE("the FlashAttention-3 paper's peak rates over head dims follow R D / (
 
 TEST_CASE("a kernel call's occupancy: idle SMs under few tiles, and the longest causal tile sharing its SM") {
   Machine m = load_machine("h100-sxm-8");  // 132 SMs, tiles of 128 rows, one tile resident per SM
+  m.max_kv_splits = 1;                     // a kernel that never splits its keys (the next case splits them)
   // 5 heads x 16 row tiles = 80 full tiles: 52 SMs idle.
   CHECK(occupancy_factor(m, square_attention(5, 2048, 64, false, false)) == doctest::Approx(132.0 / 80));
   CHECK(occupancy_factor(m, square_attention(10, 2048, 64, false, false)) == 1);  // 160 tiles: every SM busy
@@ -271,6 +273,54 @@ TEST_CASE("a kernel call's occupancy: idle SMs under few tiles, and the longest 
   m.forward_ctas_per_sm = 2;
   CHECK(occupancy_factor(m, square_attention(5, 8192, 128, true, false)) == doctest::Approx(132.0 / 320 * 128 / 65 * 2));
   CHECK(occupancy_factor(m, square_attention(5, 8192, 128, true, true)) == 1);  // the backward keeps one per SM
+}
+
+TEST_CASE("a forward of few row tiles splits its keys as FlashAttention does, and packs GQA heads") {
+  const Machine m = load_machine("h100-ib");  // 132 SMs, tiles of 128 rows, FlashAttention-3: splits and packs
+  const auto block = [](std::int64_t q, std::int64_t k, std::int64_t heads, std::int64_t group) {
+    Op op;
+    op.q_rows = q;
+    op.k_rows = k;
+    op.batch_heads = heads;
+    op.kv_group = group;
+    op.head_dim = 128;
+    op.pairs = q * k * heads;
+    op.flops = kForwardFlopsPerPairDim * 128 * static_cast<double>(op.pairs);
+    return op;
+  };
+  // 16 heads x 3 row tiles = 48 < 0.8 x 132: split; waves of 48 s tiles: s = 1, 2 reach 0.36, 0.73 of a whole
+  // wave, s = 3 (144 tiles, 1.09 waves) 0.55, ... the best is 1 (s = 11: 528 = 4 x 132); the fewest within 85%
+  // of it: s = 5 (240 tiles, 1.82 waves, 0.91).
+  Op few = block(320, 32000, 16, 1);
+  CHECK(tiling(m, few).tiles == 48);
+  CHECK(tiling(m, few).splits == 5);
+  CHECK_FALSE(tiling(m, few).packed);  // a KV head per query head: nothing to pack
+  // The split call: 240 parts keep every SM busy, each over 32000 / 5 keys, the last row tile padded (320 rows in
+  // 384), plus the combine of 5 partials.
+  const double rate = m.curves_for(128).forward_full.rate(32000.0 / 5);
+  const double combine = memory_us(m, static_cast<std::int64_t>(16.0 * 320 * 6 * 129 * 4));
+  CHECK(attention_us(m, few) == doctest::Approx(m.launch_us + few.flops / rate * 1e6 * (384.0 / 320) + combine));
+  // The backward never splits; a machine that caps the parts at 1 keeps the idle SMs.
+  few.backward = true;
+  CHECK(tiling(m, few).splits == 1);
+  few.backward = false;
+  Machine plain = m;
+  plain.max_kv_splits = 1;
+  CHECK(occupancy_factor(plain, few) == doctest::Approx(132.0 / 48 * 384 / 320));
+  // Enough tiles (0.8 x 132 or more), or 4 key tiles or fewer: no split.
+  CHECK(tiling(m, block(1024, 32000, 16, 1)).splits == 1);  // 128 tiles
+  CHECK(tiling(m, block(320, 512, 16, 1)).splits == 1);     // 4 key tiles
+  // GQA, 16 query heads on one KV head, 800 rows: unpacked 7 tiles a head, the last 0.25 full (112 tiles, no
+  // split); packed 12800 rows in 100 whole tiles, fewer than 0.8 x 132: split in 5 (500 parts, 3.8 waves), and packed.
+  const Tiling gqa = tiling(m, block(800, 32000, 16, 16));
+  CHECK(gqa.packed);
+  CHECK(gqa.tiles == 100);
+  CHECK(gqa.splits == 5);
+  // A kernel that does not pack (FlashAttention-2's): 112 tiles, no split, its last tiles padded.
+  CHECK_FALSE(tiling(load_machine("h800-sxm-8"), block(800, 32000, 16, 16)).packed);
+  CHECK(tiling(load_machine("h800-sxm-8"), block(800, 32000, 16, 16)).splits == 1);
+  CHECK(occupancy_factor(load_machine("h800-sxm-8"), block(800, 32000, 16, 16)) ==
+        doctest::Approx(132.0 / 112 * 896 / 800));
 }
 
 TEST_CASE("a machine file without the fixed costs takes the published defaults") {
