@@ -189,8 +189,11 @@ double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const O
   const double padding = cut.fill > 0 ? 1 / cut.fill : 1;
   const double P = static_cast<double>(op.pairs) / bh;
   const bool full = P >= static_cast<double>(op.q_rows) * static_cast<double>(op.k_rows);
-  // Full blocks: equal tiles. Causal ones: tiles of unequal length, the longest (the causal tail) finishing last.
-  if (full) return padding * std::max(1.0, sm_count / tiles);
+  // Full blocks: equal tiles. One resident per SM: each SM runs its tiles one after another, so the call takes
+  // whole waves of sm_count tiles. Several resident: they share the SM's throughput; only idle SMs are lost.
+  if (full)
+    return padding * (ctas_per_sm <= 1 ? std::ceil(tiles / sm_count) * sm_count / tiles
+                                       : std::max(1.0, sm_count / tiles));
   // The longest tile over the mean: a row's length is its share of the full rest plus its part of the triangle,
   // whose last row tile does 2 n_s / (n_s + 1) of the triangle's mean (n_s row tiles across its side s); never
   // longer than a whole row. A pure triangle gives 2 n / (n + 1); a block that is mostly full, close to 1.

@@ -11,7 +11,9 @@
 //   occupancy: tiles = B*N x n, n = ceil(rows / tile_rows) row tiles per head, on sm_count SMs, c tiles resident
 //   per SM (attention.forward_ctas_per_sm / backward_ctas_per_sm). t_k is the time with every SM busy for the
 //   whole call; the call takes longer when the tiles cannot keep them busy:
-//     full block (equal tiles):   f = max(1, sm / tiles)
+//     full block (equal tiles):   f = ceil(tiles / sm) sm / tiles   one tile resident per SM (c = 1): whole waves
+//                                 f = max(1, sm / tiles)           several (c > 1): they share the SM; idle SMs
+
 //     causal (unequal tiles; the longest, the last row tile, does r of the mean: r = 2n / (n+1) for a triangle of
 //     n row tiles; for a triangle of side s beside a full rest, r = (rest/rows + 2 n_s/(n_s+1) tri/s) / (P/rows),
 //     n_s = ceil(s / tile_rows), at most a whole row; it shares its SM with the tiles resident beside it,

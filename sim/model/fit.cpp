@@ -26,7 +26,7 @@ std::vector<Point> points(const KernelSweep& s) {
     const Op op = square_attention(s.batch_heads(i), S, s.head_dim, s.causal, s.backward);
     // The kernel's time with every SM busy is flops / rate; on the sweep's H100 (132 SMs, 128-row tiles) the call
     // takes occupancy_factor times that (cost.hpp): the factor scales the flops the fit sees.
-    const double occupancy = occupancy_factor(kSweepSms, kSweepTileRows, 1, op);
+    const double occupancy = occupancy_factor(kSweepSms, kSweepTileRows, s.ctas_per_sm, op);
     out.push_back({op.flops / (s.tflops[i] * 1e6), op.flops * 1e-6 * occupancy, 1.0 / static_cast<double>(S)});
   }
   return out;

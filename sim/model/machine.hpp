@@ -103,13 +103,13 @@ struct Machine {
 //   collective.base_latency_us 8.4 us per collective call: NCCL src/graph/tuning.cc baseLat, Ring, Simple
 //   framework.step_us          kDefaultStepBytes / memory.hbm_gbps per strategy step: ring-flash-attention's
 //                              per-step cost fitted to its README rows is 136.5 us on an H800 (3000 GB/s) and
-//                              234.4 us on an A100 (1800 GB/s), 409.5 and 421.9 MB at those rates; their mean
+//                              233.4 us on an A100 (1800 GB/s), 409.5 and 420.1 MB at those rates; their mean
 //                              (`cpsim calibrate --published` prints both fits). A constant per step: the 5-head
 //                              table of ring-flash-attention (docs/predictions.md) measures about as much per step
 //                              at a sixth of the shape, so it does not scale with the step's elements.
 constexpr double kDefaultLaunchUs = 2;
 constexpr double kDefaultCollectiveBaseUs = 8.4;
-constexpr double kDefaultStepBytes = 415.7e6;
+constexpr double kDefaultStepBytes = 414.8e6;
 double default_step_us(double hbm_gbps);
 // The kernel's peak rate over head dims D as R D / (D + D0): the FlashAttention-3 paper's non-causal forward
 // peaks (497, 648, 756 TFLOP/s at d = 64, 128, 256; Fig. 5, 16K) give D0 = 55.9 from d = 64 and 128 and then

@@ -189,7 +189,7 @@ const char* const kFa2ForwardCtas =
 const char* const kFa2BackwardCtas = "assumption: FlashAttention-2's backward runs 8 warps per tile, one per SM";
 
 // framework.step_us of the two ring-flash-attention presets: fit_step_us's result on each, to 0.1 us.
-constexpr double kH800StepUs = 136.5, kA100StepUs = 234.4;
+constexpr double kH800StepUs = 136.5, kA100StepUs = 233.4;
 
 const char* const kCommSms =
     "NCCL runs a send/recv pair on 2 channels per peer (NCCL log '2 p2p channels per peer', nccl issue 1189), one "

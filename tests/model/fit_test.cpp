@@ -104,7 +104,9 @@ TEST_CASE("sweeps that hold batch x S fixed leave the launch undetermined; sweep
   varied.tflops.clear();
   for (std::size_t i = 0; i < varied.seqs.size(); ++i) {
     const Op op = square_attention(varied.batch_heads(i), static_cast<std::int64_t>(varied.seqs[i]), 128, false, false);
-    varied.tflops.push_back(op.flops / (25.0 + op.flops / KernelCurve{600, 300}.rate(varied.seqs[i]) * 1e6) / 1e6);
+    const double occupancy = occupancy_factor(132, 128, 1, op);  // the sweep's H100, as fit.cpp sees it
+    varied.tflops.push_back(
+        op.flops / (25.0 + occupancy * op.flops / KernelCurve{600, 300}.rate(varied.seqs[i]) * 1e6) / 1e6);
   }
   const LaunchFit l = fit_shared_launch({varied});
   CHECK(l.launch_us == doctest::Approx(25.0).epsilon(1e-6));

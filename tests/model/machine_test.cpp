@@ -263,7 +263,13 @@ TEST_CASE("a kernel call's occupancy: idle SMs under few tiles, and the longest 
   m.max_kv_splits = 1;                     // a kernel that never splits its keys (the next case splits them)
   // 5 heads x 16 row tiles = 80 full tiles: 52 SMs idle.
   CHECK(occupancy_factor(m, square_attention(5, 2048, 64, false, false)) == doctest::Approx(132.0 / 80));
-  CHECK(occupancy_factor(m, square_attention(10, 2048, 64, false, false)) == 1);  // 160 tiles: every SM busy
+  // 160 tiles, one resident per SM: two whole waves, the second of 28 tiles.
+  CHECK(occupancy_factor(m, square_attention(10, 2048, 64, false, false)) == doctest::Approx(2 * 132.0 / 160));
+  CHECK(occupancy_factor(m, square_attention(33, 2048, 64, false, false)) == 1);  // 528 tiles: four whole waves
+  // Two resident per SM (FlashAttention-2's forward): they share the SM, and only idle SMs are lost.
+  Machine shared = m;
+  shared.forward_ctas_per_sm = 2;
+  CHECK(occupancy_factor(shared, square_attention(10, 2048, 64, false, false)) == 1);
   // Causal, 80 tiles of 16 rows tiles per head: the last row tile does 2 x 16 / 17 of the mean, alone on its SM.
   CHECK(occupancy_factor(m, square_attention(5, 2048, 64, true, false)) == doctest::Approx(132.0 / 80 * 32 / 17));
   // Enough causal tiles to fill the SMs many times over: no loss.
@@ -295,11 +301,12 @@ TEST_CASE("a forward of few row tiles splits its keys as FlashAttention does, an
   CHECK(tiling(m, few).tiles == 48);
   CHECK(tiling(m, few).splits == 5);
   CHECK_FALSE(tiling(m, few).packed);  // a KV head per query head: nothing to pack
-  // The split call: 240 parts keep every SM busy, each over 32000 / 5 keys, the last row tile padded (320 rows in
-  // 384), plus the combine of 5 partials.
+  // The split call: 240 parts in two whole waves (one part resident per SM), each over 32000 / 5 keys, the last
+  // row tile padded (320 rows in 384), plus the combine of 5 partials.
   const double rate = m.curves_for(128).forward_full.rate(32000.0 / 5);
   const double combine = memory_us(m, static_cast<std::int64_t>(16.0 * 320 * 6 * 129 * 4));
-  CHECK(attention_us(m, few) == doctest::Approx(m.launch_us + few.flops / rate * 1e6 * (384.0 / 320) + combine));
+  CHECK(attention_us(m, few) ==
+        doctest::Approx(m.launch_us + few.flops / rate * 1e6 * (384.0 / 320) * (2 * 132.0 / 240) + combine));
   // The backward never splits; a machine that caps the parts at 1 keeps the idle SMs.
   few.backward = true;
   CHECK(tiling(m, few).splits == 1);

@@ -109,11 +109,23 @@ TEST_CASE("ring-flash-attention's 5-head table: no prediction off by 2x, the fas
 TEST_CASE("ring-flash-attention's 5-head one-GPU forward rates are predicted within 20%") {
   // Few tiles per SM (5 heads x 64 row tiles on 132 or 108 SMs): the causal tail (cost.hpp) is what the model
   // needs here; without it these were 54-60% fast. Now -1.4% (H800) and +16.0% (A100): the A100's misses the 15%
-  // the other published rows meet, and so do five more rows of this table (docs/predictions.md, section 2).
+  // the other published rows meet, and so do three more rows of this table (docs/predictions.md, section 2).
   for (const Row& r : five_head_rows())
     if (r.run == "one_gpu" && !r.backward) {
       CAPTURE(r.machine);
       CHECK(relative_error(r.model, r.published) <= 0.20);
+    }
+}
+
+TEST_CASE("ring-flash-attention's 5-head zigzag and contiguous rings are predicted within 15%") {
+  // The backward keeps one tile per SM, so its calls take whole waves (cost.hpp): without them the H800 zigzag
+  // forward+backward was +18.9%. The striped rows and the one-GPU ones are not all within 15% (docs/predictions.md).
+  for (const Row& r : five_head_rows())
+    if (r.run == "zigzag" || r.run == "contiguous") {
+      CAPTURE(r.machine);
+      CAPTURE(r.run);
+      CAPTURE(r.backward);
+      CHECK(relative_error(r.model, r.published) <= 0.15);
     }
 }
 
