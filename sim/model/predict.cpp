@@ -246,12 +246,20 @@ int fastest(const PredictTable& t, std::size_t row, std::size_t columns, bool by
 
 namespace {
 
-// The cost fields of a machine: the general ones it has, and the kernel sections' for the head dims it lists.
+// The cost fields of a machine: the general ones it has, every level's (a machine with levels: intra and inter
+// would only name its lowest and highest), and the kernel sections' for the head dims it lists.
 std::vector<std::string> cost_fields(const Machine& m) {
   std::vector<std::string> out;
   Machine probe = m;
-  for (const auto& f : machine_fields())
+  const bool levels = !m.levels.empty();
+  for (const auto& f : machine_fields()) {
+    if (levels && (f.name.starts_with("intra.") || f.name.starts_with("inter."))) continue;
     if (f.cost && machine_value(probe, f.name) != nullptr) out.push_back(f.name);
+  }
+  for (const Level& l : m.levels)
+    for (const auto& f : level_fields())
+      if (f.cost && machine_value(probe, "levels." + l.name + "." + f.name) != nullptr)
+        out.push_back("levels." + l.name + "." + f.name);
   for (const auto& k : m.kernels)
     if (k.head_dim > 0)
       for (const auto& f : kernel_fields()) out.push_back("kernel_d" + std::to_string(k.head_dim) + "." + f.name);

@@ -192,6 +192,29 @@ TEST_CASE("every flag cpsim predict's and cpsim plan's messages suggest is a fla
   }
 }
 
+TEST_CASE("the sensitivity moves every level of a machine with levels, the middle ones too") {
+  // h100-pcie-8's levels: pcie_switch (2 ranks), socket (4), node (8). Slow the socket's path below the UPI
+  // link so that the ring's hop between switches sets its pace: moving that level must move the times.
+  model::PredictSpec spec;
+  spec.problem.ranks = 8;
+  spec.problem.heads = 64;
+  spec.problem.kv_heads = 8;
+  spec.problem.head_dim = 128;
+  spec.problem.dtype = DType::bf16;
+  spec.seqs = {32 << 10};
+  spec.strategies = {{StrategyKind::ring, 0}};
+  spec.machine = model::scaled(model::load_machine("h100-pcie-8"), "levels.socket.p2p_gbps", 0.1);
+  spec.keep_programs = true;
+  const model::Sensitivity s = model::sensitivity(spec, model::predict(spec));
+  std::set<std::string> fields;
+  for (const auto& p : s.params) fields.insert(p.field);
+  CHECK(fields.count("levels.socket.p2p_gbps") == 1);
+  for (const auto& f : fields) {  // intra and inter only name the lowest and highest levels there
+    CHECK(f.rfind("intra.", 0) != 0);
+    CHECK(f.rfind("inter.", 0) != 0);
+  }
+}
+
 TEST_CASE(
     "cpsim predict --sensitivity prints each time's range and what changes the fastest choice, as the model has them") {
   const auto r =
