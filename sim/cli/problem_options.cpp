@@ -21,7 +21,7 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
   add(kFlagStrategy, "strategy", &o.strategy,
       "all_gather | ulysses | ring | hybrid; with --new-tokens, an inference step: pass_kv | pass_q | decode");
   add(kFlagSharding, "sharding", &o.sharding,
-      "zigzag (per document with --docs) | contiguous | striped | balanced | global-zigzag");
+      "zigzag (per document with --docs) | contiguous | striped | balanced | global-zigzag | doc-contiguous");
   add(kFlagRanks, "ranks,C", &o.ranks, "context-parallel ranks C");
   add(kFlagA2a, "a2a", &o.a2a, "hybrid: A2A group size A (C = A x R; left out: 2 for an even C, else 1)");
   add_switch(kFlagKvReplicate, "kv-replicate", "ulysses/hybrid: copy each KV head onto A/Nkv ranks when A > Nkv");

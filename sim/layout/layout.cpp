@@ -22,20 +22,23 @@ std::string_view sharding_name(Sharding s) {
       return "striped";
     case Sharding::balanced:
       return "balanced";
+    case Sharding::doc_contiguous:
+      return "doc-contiguous";
   }
   return "?";
 }
 
 std::vector<Sharding> all_shardings() {
-  return {Sharding::contiguous, Sharding::zigzag, Sharding::global_zigzag, Sharding::striped, Sharding::balanced};
+  return {Sharding::contiguous, Sharding::zigzag,   Sharding::global_zigzag,
+          Sharding::striped,    Sharding::balanced, Sharding::doc_contiguous};
 }
 
 Sharding parse_sharding(std::string_view s) {
   for (Sharding x : all_shardings())
     if (sharding_name(x) == s) return x;
   throw UsageError("unknown sharding '" + std::string(s) + "'",
-                   {Fix{{"--sharding zigzag, contiguous, striped, balanced or global-zigzag"},
-                        "the shardings are zigzag, contiguous, striped, balanced and global-zigzag"}});
+                   {Fix{{"--sharding zigzag, contiguous, striped, balanced, global-zigzag or doc-contiguous"},
+                        "the shardings are zigzag, contiguous, striped, balanced, global-zigzag and doc-contiguous"}});
 }
 
 namespace {
@@ -44,14 +47,15 @@ std::string num(std::int64_t v) {
   return std::to_string(v);
 }
 
-// Per-document zigzag needs every (padded) document divisible by 2C: the message names the first offenders and the
-// padding that would fix them.
-void require_documents_divisible(const Documents& d, std::int64_t two_c) {
+// A per-document sharding cuts every (padded) document into `pieces` equal parts (2C chunks for zigzag, C pieces
+// for contiguous per document), so every length must be divisible by `pieces`: the message names the first
+// offenders and the padding --pad-docs would add (to multiples of 2C, which both divide).
+void require_documents_divisible(const Documents& d, std::int64_t pieces, std::int64_t two_c, const std::string& what) {
   std::string bad;
   std::optional<std::int64_t> pad = 0;  // nullopt: more padding tokens than 64 bits hold
   std::int64_t shown = 0;
   for (std::size_t i = 0; i < d.padded.size(); ++i) {
-    if (d.padded[i] % two_c == 0) continue;
+    if (d.padded[i] % pieces == 0) continue;
     if (pad) pad = checked_add(*pad, two_c - d.padded[i] % two_c);
     if (shown++ < 3)
       bad += (bad.empty() ? "" : ", ") +
@@ -59,8 +63,8 @@ void require_documents_divisible(const Documents& d, std::int64_t two_c) {
   }
   if (shown > 3) bad += ", ...";
   if (shown == 0) return;
-  throw UsageError("per-document zigzag cuts every document into 2C=" + num(two_c) +
-                       " chunks, so every length must be divisible by " + num(two_c) + " (" + bad + ")",
+  throw UsageError(what + " cuts every document into " + num(pieces) + " parts, so every length must be divisible by " +
+                       num(pieces) + " (" + bad + ")",
                    {Fix{{}, "pad them with --pad-docs" + (pad ? " (" + num(*pad) + " padding tokens)" : std::string())},
                     Fix{{"--sharding balanced", "--sharding striped"}}});
 }
@@ -83,12 +87,23 @@ SeqLayout::SeqLayout(int ranks, std::int64_t seq, Sharding sharding, const Layou
       kind_ = Kind::contiguous;
       require_c("contiguous sharding");
       break;
+    case Sharding::doc_contiguous:
+      if (opt.docs.count() > 1) {
+        kind_ = Kind::doc_contiguous;
+        require(opt.docs.total() == seq, "the documents must fill the sequence", "");
+        require_documents_divisible(opt.docs, ranks, two_c, "contiguous per document (C=" + C + ")");
+        starts_ = std::make_shared<const std::vector<std::int64_t>>(opt.docs.starts());
+        break;
+      }
+      kind_ = Kind::contiguous;  // one document: the sequence cut into C pieces
+      require_c("contiguous sharding");
+      break;
     case Sharding::zigzag:
     case Sharding::global_zigzag:
       if (sharding == Sharding::zigzag && opt.docs.count() > 1) {
         kind_ = Kind::doc_zigzag;
         require(opt.docs.total() == seq, "the documents must fill the sequence", "");
-        require_documents_divisible(opt.docs, two_c);
+        require_documents_divisible(opt.docs, two_c, two_c, "per-document zigzag (2C=" + num(two_c) + ")");
         starts_ = std::make_shared<const std::vector<std::int64_t>>(opt.docs.starts());
         break;
       }
@@ -137,6 +152,10 @@ std::string SeqLayout::describe() const {
   switch (kind_) {
     case Kind::doc_zigzag:
       return "zigzag per document";
+    case Kind::doc_contiguous:
+      return "contiguous per document";
+    case Kind::contiguous:
+      return "contiguous";
     case Kind::striped:
       return stripe_ == 1 ? "striped" : "striped (stripes of " + num(stripe_) + " tokens)";
     case Kind::chunks:
@@ -169,6 +188,14 @@ Positions SeqLayout::positions(int rank) const {
       }
       break;
     }
+    case Kind::doc_contiguous: {
+      const auto& st = *starts_;
+      for (std::size_t d = 0; d + 1 < st.size(); ++d) {
+        const std::int64_t pd = (st[d + 1] - st[d]) / ranks_;  // this document's piece
+        p.append(PosRun{st[d] + rank * pd, pd, 1, 1});
+      }
+      break;
+    }
     case Kind::striped:
       p.append(PosRun{rank * stripe_, s, ranks_ * stripe_, stripe_});
       break;
@@ -193,6 +220,11 @@ int SeqLayout::owner(std::int64_t position) const {
       const auto& st = *starts_;
       const auto d = static_cast<std::size_t>(std::upper_bound(st.begin(), st.end(), position) - st.begin() - 1);
       return mirror((position - st[d]) / ((st[d + 1] - st[d]) / (2 * ranks_)));
+    }
+    case Kind::doc_contiguous: {
+      const auto& st = *starts_;
+      const auto d = static_cast<std::size_t>(std::upper_bound(st.begin(), st.end(), position) - st.begin() - 1);
+      return static_cast<int>((position - st[d]) / ((st[d + 1] - st[d]) / ranks_));
     }
     case Kind::striped:
       return static_cast<int>(position / stripe_ % ranks_);
@@ -237,7 +269,7 @@ SeqLayout SeqLayout::grouped(int A) const {
       g.chunk_owner_ = std::move(owner);
       break;
     }
-    default:  // contiguous, zigzag (global or per document): the same sharding on C/A ranks
+    default:  // contiguous and zigzag (global or per document), contiguous per document: the same on C/A ranks
       break;
   }
   return g;

@@ -8,12 +8,15 @@
 //                  document cut into 2C chunks, rank r owning chunks r and 2C-1-r of each (every document's
 //                  length divisible by 2C; --pad-docs pads them)
 //   global-zigzag  zigzag over the whole sequence even with documents (to compare with the per-document form)
+//   doc-contiguous every document cut into C equal pieces, rank r owning piece r of each, as ring-flash-attention's
+//                  varlen ring_flash_attn_varlen shards (every document's length divisible by C; --pad-docs pads
+//                  them to multiples of 2C, which C divides). With one document it is contiguous.
 //   striped        rank r owns positions r, r+C, r+2C, ... (Brandon et al., Striped Attention, 2023)  (S % C == 0)
 //   balanced       the sequence cut into chunks of T tokens (default S/(4C)), assigned to ranks by a greedy
 //                  longest-processing-time rule that minimises the largest per-rank count of visible pairs under
 //                  the mask, S/(C T) chunks per rank (balance.hpp)
 // Positions are runs (positions.hpp): zigzag 2, contiguous 1, striped 1 strided run, per-document zigzag 2 per
-// document, balanced one per run of adjacent chunks. Nothing here is O(S).
+// document, contiguous per document 1 per document, balanced one per run of adjacent chunks. Nothing here is O(S).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -28,8 +31,9 @@
 
 namespace cpsim {
 
-enum class Sharding { contiguous, zigzag, global_zigzag, striped, balanced };
-std::string_view sharding_name(Sharding s);   // "contiguous", "zigzag", "global-zigzag", "striped", "balanced"
+enum class Sharding { contiguous, zigzag, global_zigzag, striped, balanced, doc_contiguous };
+// "contiguous", "zigzag", "global-zigzag", "striped", "balanced", "doc-contiguous"
+std::string_view sharding_name(Sharding s);
 Sharding parse_sharding(std::string_view s);  // throws UsageError listing the accepted names
 std::vector<Sharding> all_shardings();
 
@@ -49,9 +53,9 @@ class SeqLayout {
   int ranks() const { return ranks_; }
   std::int64_t seq() const { return seq_; }
   Sharding sharding() const { return sharding_; }
-  bool per_document() const { return kind_ == Kind::doc_zigzag; }
+  bool per_document() const { return kind_ == Kind::doc_zigzag || kind_ == Kind::doc_contiguous; }
   std::int64_t local_len() const { return seq_ / ranks_; }  // s = S/C rows per rank
-  // "zigzag", "zigzag per document", "striped", "balanced (chunks of 4 tokens)", ...
+  // "zigzag", "zigzag per document", "contiguous per document", "striped", "balanced (chunks of 4 tokens)", ...
   std::string describe() const;
 
   Positions positions(int rank) const;  // the rank's local rows' positions, ascending, as runs
@@ -75,7 +79,7 @@ class SeqLayout {
   std::vector<std::int64_t> seq_to_rank() const;
 
  private:
-  enum class Kind { contiguous, zigzag, doc_zigzag, striped, chunks };
+  enum class Kind { contiguous, zigzag, doc_zigzag, doc_contiguous, striped, chunks };
   SeqLayout() = default;
 
   int ranks_ = 1;
@@ -83,7 +87,7 @@ class SeqLayout {
   Sharding sharding_ = Sharding::zigzag;
   Kind kind_ = Kind::zigzag;
   std::int64_t stripe_ = 1;                                  // striped: tokens per stripe
-  std::shared_ptr<const std::vector<std::int64_t>> starts_;  // per-document zigzag: document starts, then S
+  std::shared_ptr<const std::vector<std::int64_t>> starts_;  // per document: document starts, then S
   std::int64_t chunk_ = 0;                                   // chunks: tokens per chunk
   std::shared_ptr<const std::vector<std::vector<std::int64_t>>> assigned_;  // chunks: per rank, ascending
   std::shared_ptr<const std::vector<int>> chunk_owner_;                     // chunks: per chunk

@@ -148,9 +148,10 @@ ValidProblem validated(const Problem& p, StrategyKind kind) {
   require(p.chunk >= 0, "--chunk must be positive (got " + str(p.chunk) + ")", Fix{{"--chunk 16"}});
   require(p.chunk == 0 || p.sharding == Sharding::balanced, "--chunk sets the balanced sharding's chunk size",
           Fix{{"--sharding balanced"}, "drop --chunk"});
-  require(!p.docs.pad || p.sharding == Sharding::zigzag,
-          "--pad-docs pads documents for per-document zigzag (--sharding zigzag)",
-          Fix{{"--sharding zigzag"}, "drop --pad-docs"});
+  require(!p.docs.pad || p.sharding == Sharding::zigzag || p.sharding == Sharding::doc_contiguous,
+          "--pad-docs pads documents for per-document zigzag or contiguous per document (--sharding zigzag or "
+          "doc-contiguous)",
+          Fix{{"--sharding zigzag", "--sharding doc-contiguous"}, "drop --pad-docs"});
   (void)p.layout();  // throws for impossible documents and layouts
   // The largest copies a run makes are the whole tensors as doubles on the host: none may be more than one process
   // can address (and no product of extents may wrap).

@@ -5,10 +5,27 @@
 #include <numeric>
 
 #include "sim/core/error.hpp"
+#include "sim/layout/documents.hpp"
 
 using namespace cpsim;
 
 namespace {
+LayoutOptions with_docs(std::vector<std::int64_t> lengths, std::int64_t seq, int ranks) {
+  DocSpec spec;
+  spec.lengths = std::move(lengths);
+  LayoutOptions opt;
+  opt.docs = resolve_documents(spec, seq, ranks);
+  return opt;
+}
+
+// A rank's spans as [lo, hi) pairs.
+std::vector<std::pair<std::int64_t, std::int64_t>> ranges(const std::vector<Span>& spans) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (const Span& s : spans) out.emplace_back(s.lo, s.hi);
+  return out;
+}
+using Ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
 std::vector<std::vector<int>> all_chunks(const SeqLayout& L) {
   std::vector<std::vector<int>> out;
   for (int r = 0; r < L.ranks(); ++r) out.push_back(L.chunks(r));
@@ -40,6 +57,42 @@ TEST_CASE("contiguous gives rank r one run of S/C positions") {
   const SeqLayout L(3, 12, Sharding::contiguous);
   CHECK(L.positions(1) == Positions{4, 5, 6, 7});
   CHECK(L.owner(11) == 2);
+}
+
+TEST_CASE("contiguous per document gives rank r piece r of C of every document, one run each") {
+  // Documents 8, 16, 8 on C=4: pieces of 2, 4 and 2 tokens starting at 0, 8 and 24.
+  const SeqLayout L(4, 32, Sharding::doc_contiguous, with_docs({8, 16, 8}, 32, 4));
+  CHECK(L.describe() == "contiguous per document");
+  CHECK(L.per_document());
+  CHECK(ranges(L.spans(0)) == Ranges{{0, 2}, {8, 12}, {24, 26}});
+  CHECK(ranges(L.spans(1)) == Ranges{{2, 4}, {12, 16}, {26, 28}});
+  CHECK(ranges(L.spans(3)) == Ranges{{6, 8}, {20, 24}, {30, 32}});
+  for (int r = 0; r < 4; ++r) CHECK(L.positions(r).runs().size() == 3);
+  for (std::int64_t pos = 0; pos < 32; ++pos) {
+    bool owned = false;
+    for (std::int64_t q : L.positions(L.owner(pos))) owned = owned || q == pos;
+    CHECK(owned);
+  }
+  // Two ranks of the grouped layout own what ranks 0-1 and 2-3 own: piece g of 2 of every document.
+  CHECK(ranges(L.grouped(2).spans(1)) == Ranges{{4, 8}, {16, 24}, {28, 32}});
+}
+
+TEST_CASE("contiguous per document is the contiguous sharding with one document") {
+  const SeqLayout one(4, 32, Sharding::doc_contiguous), plain(4, 32, Sharding::contiguous);
+  CHECK(one.describe() == "contiguous");
+  CHECK_FALSE(one.per_document());
+  for (int r = 0; r < 4; ++r) CHECK(ranges(one.spans(r)) == ranges(plain.spans(r)));
+}
+
+TEST_CASE("contiguous per document refuses a document whose length C does not divide, naming --pad-docs") {
+  // 10 is not divisible by C=4 (12 is: a multiple of C, not of 2C, is accepted).
+  CHECK_NOTHROW(SeqLayout(4, 32, Sharding::doc_contiguous, with_docs({12, 12, 8}, 32, 4)));
+  CHECK_THROWS_WITH_AS(SeqLayout(4, 32, Sharding::doc_contiguous, with_docs({10, 14, 8}, 32, 4)),
+                       doctest::Contains("every length must be divisible by 4 (document 0 has 10 tokens, document 1 "
+                                         "has 14 tokens); pad them with --pad-docs"),
+                       UsageError);
+  CHECK(parse_sharding("doc-contiguous") == Sharding::doc_contiguous);
+  CHECK_THROWS_WITH_AS(parse_sharding("per-doc"), doctest::Contains("doc-contiguous"), UsageError);
 }
 
 TEST_CASE("every position has exactly one owner and owner agrees with positions") {

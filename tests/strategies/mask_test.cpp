@@ -93,16 +93,17 @@ TEST_CASE("every strategy matches the reference under every mask and sharding on
 
 TEST_CASE("padded documents run every strategy and the padding is left out of the check") {
   const MaskCase m{"documents (padded)", true, 0, true};
-  for (StrategyKind s : all_strategies()) {
-    RunConfig c = masked(s, Sharding::zigzag, 4, m);
-    c.problem.docs.lengths = {13, 8, 21, 6};  // padded to 16, 8, 24, 8: S = 56
-    c.problem.docs.pad = true;
-    c.problem.seq = 56;
-    INFO(strategy_name(s));
-    const RunResult r = run(c);
-    REQUIRE(r.check.ran);
-    CHECK(r.check.passed);
-  }
+  for (Sharding sh : {Sharding::zigzag, Sharding::doc_contiguous})
+    for (StrategyKind s : all_strategies()) {
+      RunConfig c = masked(s, sh, 4, m);
+      c.problem.docs.lengths = {13, 8, 21, 6};  // padded to 16, 8, 24, 8: S = 56
+      c.problem.docs.pad = true;
+      c.problem.seq = 56;
+      INFO(strategy_name(s), " ", sharding_name(sh));
+      const RunResult r = run(c);
+      REQUIRE(r.check.ran);
+      CHECK(r.check.passed);
+    }
 }
 
 TEST_CASE("moving one document boundary changes the output exactly in the rows of the two documents it touches") {
@@ -111,7 +112,7 @@ TEST_CASE("moving one document boundary changes the output exactly in the rows o
   // [40, 64) must change. Rows [16, 40) belong to the touched documents but see the same keys (causal): unchanged.
   const MaskCase m{"documents", true, 0, true};
   for (StrategyKind s : all_strategies())
-    for (Sharding sh : {Sharding::zigzag, Sharding::striped, Sharding::balanced}) {
+    for (Sharding sh : {Sharding::zigzag, Sharding::doc_contiguous, Sharding::striped, Sharding::balanced}) {
       RunConfig a = masked(s, sh, 4, m), b = a;
       a.problem.seq = b.problem.seq = 64;
       a.problem.docs.lengths = {16, 24, 24};  // multiples of 2C = 8: per-document zigzag cuts them
