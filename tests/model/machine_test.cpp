@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "../cli/run_cli.hpp"
+#include "gqa_spec.hpp"
 #include "relative_error.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
@@ -522,19 +523,11 @@ TEST_CASE("on the PCIe preset a message follows the level it crosses: all-to-all
 TEST_CASE("ulysses is predicted slower against ring on the PCIe preset than on an NVLink box") {
   // 64 query heads sharing 8 KV heads (a 70B-class model): ring passes the small K and V, ulysses moves every
   // head's Q, K, V and O through the all-to-all, whose cross-socket flows share one path.
-  model::PredictSpec spec;
-  spec.problem.ranks = 8;
-  spec.problem.heads = 64;
-  spec.problem.kv_heads = 8;
-  spec.problem.head_dim = 128;
-  spec.problem.dtype = DType::bf16;
-  spec.seqs = {32 << 10, 128 << 10};
-  spec.strategies = {{StrategyKind::ulysses, 0}, {StrategyKind::ring, 0}};
   double ratio[2][2];
   int i = 0;
   for (const char* name : {"h100-sxm-8", "h100-pcie-8"}) {
-    spec.machine = load_machine(name);
-    const PredictTable t = predict(spec);
+    const PredictTable t = predict(
+        test_specs::gqa_70b(name, {32 << 10, 128 << 10}, {{StrategyKind::ulysses, 0}, {StrategyKind::ring, 0}}));
     for (std::size_t s = 0; s < 2; ++s) ratio[i][s] = t.cells[2 * s].total_us / t.cells[2 * s + 1].total_us;
     ++i;
   }

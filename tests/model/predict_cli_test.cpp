@@ -8,6 +8,7 @@
 
 #include "../cli/run_cli.hpp"
 #include "../runtime/json_reader.hpp"
+#include "gqa_spec.hpp"
 #include "sim/model/predict.hpp"
 
 using namespace cpsim;
@@ -195,15 +196,8 @@ TEST_CASE("every flag cpsim predict's and cpsim plan's messages suggest is a fla
 TEST_CASE("the sensitivity moves every level of a machine with levels, the middle ones too") {
   // h100-pcie-8's levels: pcie_switch (2 ranks), socket (4), node (8). Slow the socket's path below the UPI
   // link so that the ring's hop between switches sets its pace: moving that level must move the times.
-  model::PredictSpec spec;
-  spec.problem.ranks = 8;
-  spec.problem.heads = 64;
-  spec.problem.kv_heads = 8;
-  spec.problem.head_dim = 128;
-  spec.problem.dtype = DType::bf16;
-  spec.seqs = {32 << 10};
-  spec.strategies = {{StrategyKind::ring, 0}};
-  spec.machine = model::scaled(model::load_machine("h100-pcie-8"), "levels.socket.p2p_gbps", 0.1);
+  model::PredictSpec spec = model::test_specs::gqa_70b("h100-pcie-8", {32 << 10}, {{StrategyKind::ring, 0}});
+  spec.machine = model::scaled(spec.machine, "levels.socket.p2p_gbps", 0.1);
   spec.keep_programs = true;
   const model::Sensitivity s = model::sensitivity(spec, model::predict(spec));
   std::set<std::string> fields;
