@@ -156,13 +156,18 @@ int run_lesson(int argc, char** argv) {
   lesson::expect(global.imbalance > per_doc.imbalance, "global zigzag is not");
   for (std::int64_t L : docs.docs.lengths) lesson::expect(L % (2 * C) == 0, "every length is a multiple of 2C");
   lesson::expect(find(with_docs, Sharding::striped).imbalance < global.imbalance, "striped is closer to 1.00");
+  const ShardingWork& pieces = find(with_docs, Sharding::doc_contiguous);
+  lesson::expect(pieces.imbalance > global.imbalance, "contiguous per document is the least even here");
   lesson::say("Every sharding computes the same " + std::to_string(want) +
               " pairs per head (the sum of L(L+1)/2 over the documents); they differ in who computes them. "
               "Zigzag over the whole sequence gives rank r chunks r and 2C-1-r of the sequence, but a chunk that "
               "starts a document sees few keys: max/mean " +
               lesson::fixed(global.imbalance, 2) +
               ". Zigzag per document cuts every document into 2C chunks and gives rank r chunks r and 2C-1-r of "
-              "each (every length here is a multiple of 2C): exactly 1.00. Striped (rank r owns r, r+C, ...) is "
+              "each (every length here is a multiple of 2C): exactly 1.00. Cutting each document into C pieces "
+              "instead (rank r owns piece r of each, as ring-flash-attention's varlen ring does) leaves the last "
+              "piece of every document the most keys: max/mean " +
+              lesson::fixed(pieces.imbalance, 2) + ". Striped (rank r owns r, r+C, ...) is "
               "close to it; balanced deals chunks of T tokens to the least loaded rank, biggest first, and "
               "minimises the busiest rank's total only. 'ring' is the ring's imbalance: each step lasts as long "
               "as its busiest rank.");

@@ -102,7 +102,10 @@ std::string step_imbalance_text(double x) {
 
 std::vector<ShardingWork> compare_shardings(int ranks, std::int64_t seq, const LayoutOptions& opt) {
   std::vector<Sharding> list{Sharding::contiguous, Sharding::global_zigzag};
-  if (opt.docs.count() > 1) list.push_back(Sharding::zigzag);
+  if (opt.docs.count() > 1) {
+    list.push_back(Sharding::zigzag);
+    list.push_back(Sharding::doc_contiguous);  // ring-flash-attention's varlen layout
+  }
   list.push_back(Sharding::striped);
   list.push_back(Sharding::balanced);
   std::vector<ShardingWork> out;
