@@ -12,10 +12,6 @@ namespace {
 
 constexpr int kTagKv = 41, kTagDkv = 42;
 
-void wait(Request& r) {
-  if (r.valid()) r.wait();
-}
-
 class MaskExchange : public Strategy {
  public:
   MaskExchange(Communicator& comm, Device& dev, const Problem& p)
@@ -137,8 +133,8 @@ class MaskExchange : public Strategy {
     Buffer sent, kv;
     Request send, recv;
     void wait() {
-      cpsim::wait(send);
-      cpsim::wait(recv);
+      send.wait();
+      recv.wait();
     }
   };
   // One stage's dK/dV partial sums: `out` going back to the owner, `in` coming home for our rows of send_[stage].
@@ -181,8 +177,8 @@ class MaskExchange : public Strategy {
 
   // Waits for a stage's returns and adds the partial sums that came home into dk, dv.
   void settle(Return& r, LocalGrads& g) {
-    wait(r.send);
-    wait(r.recv);
+    r.send.wait();
+    r.recv.wait();
     if (!r.in.valid()) return;
     std::int64_t row = 0;
     for (const Span& s : send_[static_cast<std::size_t>(r.stage)].rows) {

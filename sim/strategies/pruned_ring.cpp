@@ -104,10 +104,6 @@ namespace {
 
 constexpr int kTagCw = 31, kTagCcw = 32, kTagDkvCw = 33, kTagDkvCcw = 34;
 
-void wait(Request& r) {
-  if (r.valid()) r.wait();
-}
-
 class PrunedRing : public Strategy {
  public:
   PrunedRing(Communicator& comm, Device& dev, const Problem& p)
@@ -171,7 +167,7 @@ class PrunedRing : public Strategy {
       if (i > 0 && has_cw && i == a(o_cw)) kept_cw_[o_cw] = cw;
       if (i > 0 && has_ccw && i == b(o_ccw)) kept_ccw_[o_ccw] = ccw;
       // 4. Wait, and hold what came.
-      wait(s_cw), wait(r_cw), wait(s_ccw), wait(r_ccw);
+      s_cw.wait(), r_cw.wait(), s_ccw.wait(), r_ccw.wait();
       if (i > 0 && has_cw && i != a(o_cw)) spare_cw = cw;
       if (i > 0 && has_ccw && i != b(o_ccw)) spare_ccw = ccw;
       cw = gets_cw ? cw_next : Buffer();
@@ -228,8 +224,8 @@ class PrunedRing : public Strategy {
           }
         backward_block(rank_, own_, dout, g.dq, home);
         for (int w = 0; w < 2; ++w) {
-          wait(ways[w].acc_send);
-          wait(acc_recv[w]);
+          ways[w].acc_send.wait();
+          acc_recv[w].wait();
           if (acc_in[w].valid()) dev_.add(View(home), View(acc_in[w]));
         }
         break;
@@ -275,10 +271,10 @@ class PrunedRing : public Strategy {
         backward_block(o, way.kv, dout, g.dq, block);
         // 3. Add it to the accumulator from further out and send that on towards the owner; the accumulator sent a
         //    step ago is free again.
-        wait(way.acc_send);
+        way.acc_send.wait();
         way.acc_spare = way.acc_sent;
         if (!starts) {
-          wait(acc_recv[w]);
+          acc_recv[w].wait();
           if (b.kind != BlockKind::skipped) dev_.add(View(acc_in[w]).rows(b.k0, b.nk), View(block).rows(b.k0, b.nk));
           acc = acc_in[w];
         }
@@ -287,7 +283,7 @@ class PrunedRing : public Strategy {
       }
       if (!any) dev_.record_skip(Positions(), Positions(), "attention_backward");
       for (Way& way : ways) {
-        wait(way.kv_send), wait(way.kv_recv);
+        way.kv_send.wait(), way.kv_recv.wait();
         way.kv_spare = way.kv;
         way.kv = way.gets_kv ? way.kv_next : Buffer();
         way.kv_next = Buffer();

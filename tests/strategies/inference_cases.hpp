@@ -2,6 +2,7 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "sim/runtime/inference_run.hpp"
@@ -47,6 +48,24 @@ inline InferenceRunResult expect_inference_correct(const InferenceRunConfig& c) 
   }
   CHECK(r.check.passed);
   return r;
+}
+
+// A prefill strategy against the reference at every share of new tokens: (T, P) of one new token, no cache, a few
+// shares, sizes 2C does not divide; on each of `ranks`.
+inline void expect_prefill_correct_at_every_share(InferenceKind k, std::initializer_list<int> ranks, DType dtype) {
+  constexpr std::int64_t kShapes[][2] = {{1, 40}, {16, 0}, {8, 56}, {24, 24}, {5, 37}, {48, 16}};
+  for (int C : ranks)
+    for (const auto& s : kShapes) expect_inference_correct(inference_config(k, C, s[0], s[1], dtype));
+}
+
+// A prefill strategy under sliding windows of 1, 7 and 30 keys, against the reference with the same window.
+inline void expect_prefill_correct_under_windows(InferenceKind k) {
+  for (int C : {2, 3, 4})
+    for (std::int64_t W : {1, 7, 30}) {
+      InferenceRunConfig c = inference_config(k, C, 24, 40);
+      c.problem.window = W;
+      expect_inference_correct(c);
+    }
 }
 
 }  // namespace cpsim::test

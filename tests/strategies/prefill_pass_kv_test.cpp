@@ -7,20 +7,12 @@ using namespace cpsim;
 using test::expect_inference_correct;
 using test::inference_config;
 
-namespace {
-// (T, P): one new token, no cache, a few shares of new tokens, sizes 2C does not divide.
-constexpr std::int64_t kShapes[][2] = {{1, 40}, {16, 0}, {8, 56}, {24, 24}, {5, 37}, {48, 16}};
-}  // namespace
-
 TEST_CASE("pass-KV prefill matches the reference in f64 with grouped-query attention at every share of new tokens") {
-  for (int C : {2, 3, 4, 8})
-    for (const auto& s : kShapes) expect_inference_correct(inference_config(InferenceKind::pass_kv, C, s[0], s[1]));
+  test::expect_prefill_correct_at_every_share(InferenceKind::pass_kv, {2, 3, 4, 8}, DType::f64);
 }
 
 TEST_CASE("pass-KV prefill matches the reference in f32 by the plain-loops rule") {
-  for (int C : {2, 4})
-    for (const auto& s : kShapes)
-      expect_inference_correct(inference_config(InferenceKind::pass_kv, C, s[0], s[1], DType::f32));
+  test::expect_prefill_correct_at_every_share(InferenceKind::pass_kv, {2, 4}, DType::f32);
 }
 
 TEST_CASE("pass-KV prefill on one rank is one block and matches the reference") {
@@ -32,10 +24,5 @@ TEST_CASE("pass-KV prefill matches the reference on the processes backend") {
 }
 
 TEST_CASE("pass-KV prefill under a sliding window matches the reference with the same window") {
-  for (int C : {2, 3, 4})
-    for (std::int64_t W : {1, 7, 30}) {
-      InferenceRunConfig c = inference_config(InferenceKind::pass_kv, C, 24, 40);
-      c.problem.window = W;
-      expect_inference_correct(c);
-    }
+  test::expect_prefill_correct_under_windows(InferenceKind::pass_kv);
 }
