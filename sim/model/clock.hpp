@@ -18,7 +18,8 @@
 //                   op at (1 - in-flight link rate / hbm) for the time the transfers still run, W:
 //                     wall = d + share * min(W, d / (1 - share))          (d: the op alone)
 //                   A transfer whose peer has not posted yet is taken to start now (machine.comm_sms = 0: off).
-//   step mark       costs framework.step_us on the compute stream (the host's cost of one strategy step).
+//   step mark       costs framework.step_us + framework.step_bytes_per_element x the rank's output elements /
+//                   memory.hbm_gbps on the compute stream (the software stack's cost of one strategy step).
 // All ranks start at 0; the backward follows each rank's own forward. Ops are replayed in time order (the rank
 // with the earliest clock moves next), so ports are granted first come, first served. A program whose waits
 // can never complete is a deadlock and throws Error naming the ranks.
@@ -37,7 +38,7 @@ struct TimelineSums {
   double end_us = 0;          // when its last op ended (forward + backward)
   double compute_us = 0;      // busy on attention
   double memory_us = 0;       // busy on copy / add / merge / fill (and gradient sums outside the kernel)
-  double overhead_us = 0;     // fixed costs per strategy step (framework.step_us)
+  double overhead_us = 0;     // costs per strategy step (framework.step_us, step_bytes_per_element)
   double blocked_us = 0;      // in waits and collectives: communication not hidden behind compute
 };
 

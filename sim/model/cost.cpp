@@ -1,6 +1,10 @@
 #include "sim/model/cost.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
+#include <set>
+#include <tuple>
 #include <cmath>
 #include <map>
 
@@ -108,7 +112,8 @@ double attention_us(const Machine& m, const Op& op) {
             : 0;
   const double ctas = bwd ? m.backward_ctas_per_sm : m.forward_ctas_per_sm;
   // The kernel reads K and V at least once: a call of few query rows (decode) runs at the memory's rate.
-  const double compute_us = seconds * 1e6 * occupancy_factor(m.sm_count, m.tile_rows, ctas, op, tl);
+  const double compute_us =
+      seconds * 1e6 * occupancy_factor(m.sm_count, m.tile_rows, ctas, !bwd && m.forward_longest_first, op, tl);
   const double read_us = transfer_us(static_cast<double>(op.bytes), m.hbm_gbps);
   return m.launch_us + std::max(compute_us, read_us) + combine_us;
 }
@@ -145,7 +150,7 @@ Tiling tiling(int sm_count, int tile_rows, int max_splits, bool pack_gqa, const 
   const double bh = static_cast<double>(op.batch_heads), tr = tile_rows;
   const double rows = static_cast<double>(op.backward ? op.k_rows : op.q_rows);
   const double plain = bh * std::ceil(rows / tr);
-  if (op.backward) return {plain, 1, false, last_fill(rows, tr)};
+  if (op.backward) return {plain, 1, false};
   // 1. Packed: the g query heads of a KV head share tiles, g q_rows rows per (batch, KV head).
   const double g = static_cast<double>(std::max<std::int64_t>(1, op.kv_group));
   const bool can_pack = pack_gqa && g > 1;
@@ -155,54 +160,160 @@ Tiling tiling(int sm_count, int tile_rows, int max_splits, bool pack_gqa, const 
   const int s = splits_for(can_pack ? packed : plain, key_tiles, sm_count, max_splits);
   // 3. Pack when split, or when the plain tiles' last one is under 0.9 of the packed ones' fill.
   const bool pack = can_pack && (s > 1 || last_fill(rows, tr) < 0.9 * last_fill(rows * g, tr));
-  return {pack ? packed : plain, s, pack, pack ? last_fill(rows * g, tr) : last_fill(rows, tr)};
+  return {pack ? packed : plain, s, pack};
 }
 
 Tiling tiling(const Machine& m, const Op& op) {
   return tiling(m.sm_count, m.tile_rows, m.max_kv_splits, m.pack_gqa, op);
 }
 
-double tail_factor(double tiles, double r, int sm_count, double ctas_per_sm) {
-  if (tiles <= 0) return 1;
-  const double sm = sm_count;
-  const double sharing = std::clamp(tiles / sm, 1.0, std::max(1.0, ctas_per_sm));  // tiles resident beside it
-  return std::max(1.0, sm / tiles * r * sharing);
+namespace {
+
+// The work of one (batch, head)'s tiles, in visible pairs, in the order the kernel numbers them: forward, row tiles
+// of q down the block; backward, column tiles of k across it. A causal block's P pairs are its triangle of side s
+// (cost.hpp) and the rest: forward, every row holds rest / q_rows of the rest and the last s rows the triangle
+// (row j of it j + 1 keys: causal aligned bottom right, as FlashAttention aligns it); backward, the first
+// k_rows - s columns hold the rest and the last s the triangle (column j of it s - j rows). Past `most` tiles, runs
+// of consecutive tiles, at most `most` of them.
+std::vector<double> tile_works(double tile_rows, const Op& op, std::size_t most) {
+  const double q = static_cast<double>(op.q_rows), kr = static_cast<double>(op.k_rows);
+  const double P = static_cast<double>(op.pairs) / static_cast<double>(op.batch_heads);
+  const bool full = P >= q * kr;
+  const Split t = full ? Split{0, 0, q * kr} : causal_split(P, q, kr);
+  const double n = op.backward ? kr : q;
+  // Pairs on lines [0, x) of the n (rows forward, columns backward): the rest's share plus the triangle's.
+  const auto upto = [&](double x) {
+    const double s = t.side;
+    if (!op.backward) {
+      const double in_tri = std::max(0.0, x - (n - s));  // rows of the triangle above x: 1 + 2 + ... + in_tri
+      return t.rest / n * x + in_tri * (in_tri + 1) / 2;
+    }
+    const double plain = n - s, before = std::min(x, plain), in_tri = std::max(0.0, x - plain);
+    const double rest = plain > 0 ? t.rest / plain * before : t.rest / n * x;
+    return rest + in_tri * s - in_tri * (in_tri - 1) / 2;  // s + (s - 1) + ... + (s - in_tri + 1)
+  };
+  // A tile runs whole: the last one, short of lines, costs as if it had them all.
+  const double tiles = std::ceil(n / tile_rows), last = n - (tiles - 1) * tile_rows;
+  const double padding = (upto(n) - upto(n - last)) * (tile_rows / last - 1);
+  // More tiles than `most`: runs of k consecutive tiles, at most `most` of them.
+  const double k = std::ceil(tiles / static_cast<double>(most));
+  std::vector<double> w;
+  for (double a = 0; a < n; a += k * tile_rows) {
+    const double b = std::min(n, a + k * tile_rows);
+    w.push_back(upto(b) - upto(a) + (b == n ? padding : 0));
+  }
+  return w;
+}
+
+}  // namespace
+
+double makespan(const std::vector<double>& works, int sm_count, int ctas_per_sm) {
+  // 1. Each SM: the work left on each tile resident there, as of `last`; its tiles share its rate equally.
+  struct Sm {
+    double last = 0;
+    std::vector<double> left;
+    int version = 0;  // bumped whenever its next completion changes (older events are stale)
+  };
+  std::vector<Sm> sms(static_cast<std::size_t>(sm_count));
+  const auto advance = [](Sm& s, double t) {
+    for (double& w : s.left) w -= (t - s.last) / static_cast<double>(s.left.size());
+    s.last = t;
+  };
+  using Event = std::tuple<double, int, int>;  // (time, SM, version): the SM's next tile to finish
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  const auto schedule = [&](int i) {
+    Sm& s = sms[static_cast<std::size_t>(i)];
+    ++s.version;
+    if (s.left.empty()) return;
+    const double least = *std::min_element(s.left.begin(), s.left.end());
+    events.emplace(s.last + least * static_cast<double>(s.left.size()), i, s.version);
+  };
+  // 2. A free slot takes the next tile in order, the emptiest SM first (the hardware spreads blocks over SMs).
+  std::set<std::pair<int, int>> open;  // (tiles resident, SM) of every SM with a free slot
+  for (int i = 0; i < sm_count; ++i) open.emplace(0, i);
+  std::size_t next = 0;
+  double now = 0;
+  const auto place = [&] {
+    while (next < works.size() && !open.empty()) {
+      const auto [k, i] = *open.begin();
+      open.erase(open.begin());
+      Sm& s = sms[static_cast<std::size_t>(i)];
+      advance(s, now);
+      s.left.push_back(works[next++]);
+      if (k + 1 < ctas_per_sm) open.emplace(k + 1, i);
+      schedule(i);
+    }
+  };
+  place();
+  // 3. Run to the last completion, freeing every slot that empties at one instant before filling any.
+  while (!events.empty()) {
+    const double t = std::get<0>(events.top());
+    now = t;
+    while (!events.empty() && std::get<0>(events.top()) <= t * (1 + 1e-12)) {
+      const auto [at, i, version] = events.top();
+      events.pop();
+      Sm& s = sms[static_cast<std::size_t>(i)];
+      if (version != s.version) continue;
+      advance(s, at);
+      const int before = static_cast<int>(s.left.size());
+      std::erase_if(s.left, [&](double w) { return w <= 1e-12 * std::max(1.0, at); });
+      if (before < ctas_per_sm) open.erase({before, i});
+      open.emplace(static_cast<int>(s.left.size()), i);
+      schedule(i);
+    }
+    place();
+  }
+  return now;
 }
 
 double occupancy_factor(const Machine& m, const Op& op) {
-  return occupancy_factor(m.sm_count, m.tile_rows, op.backward ? m.backward_ctas_per_sm : m.forward_ctas_per_sm, op,
-                          tiling(m, op));
+  return occupancy_factor(m.sm_count, m.tile_rows, op.backward ? m.backward_ctas_per_sm : m.forward_ctas_per_sm,
+                          !op.backward && m.forward_longest_first, op, tiling(m, op));
 }
 
-double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const Op& op) {
-  return occupancy_factor(sm_count, tile_rows, ctas_per_sm, op, tiling(sm_count, tile_rows, 1, false, op));
+double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, bool longest_first, const Op& op) {
+  return occupancy_factor(sm_count, tile_rows, ctas_per_sm, longest_first, op,
+                          tiling(sm_count, tile_rows, 1, false, op));
 }
 
-double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const Op& op, const Tiling& cut) {
+double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, bool longest_first, const Op& op,
+                        const Tiling& cut) {
   if (op.pairs <= 0 || op.batch_heads <= 0) return 1;
-  const double bh = static_cast<double>(op.batch_heads);
-  const double rows = static_cast<double>(op.backward ? op.k_rows : op.q_rows);
-  // Each row tile runs as cut.splits parts, each over a share of its keys: the longest part over the mean one is
-  // the longest tile over the mean one.
-  const double tiles = cut.tiles * cut.splits;
-  // A tile runs whole whether its rows are there or not: the padding of the last one costs its rows too.
-  const double padding = cut.fill > 0 ? 1 / cut.fill : 1;
-  const double P = static_cast<double>(op.pairs) / bh;
-  const bool full = P >= static_cast<double>(op.q_rows) * static_cast<double>(op.k_rows);
-  // Full blocks: equal tiles. One resident per SM: each SM runs its tiles one after another, so the call takes
-  // whole waves of sm_count tiles. Several resident: they share the SM's throughput; only idle SMs are lost.
-  if (full)
-    return padding * (ctas_per_sm <= 1 ? std::ceil(tiles / sm_count) * sm_count / tiles
-                                       : std::max(1.0, sm_count / tiles));
-  // The longest tile over the mean: a row's length is its share of the full rest plus its part of the triangle,
-  // whose last row tile does 2 n_s / (n_s + 1) of the triangle's mean (n_s row tiles across its side s); never
-  // longer than a whole row. A pure triangle gives 2 n / (n + 1); a block that is mostly full, close to 1.
-  const double q = static_cast<double>(op.q_rows), kr = static_cast<double>(op.k_rows);
-  const Split t = causal_split(P, q, kr);
-  const double n_s = std::max(1.0, std::ceil(t.side / tile_rows));
-  const double longest = std::min(op.backward ? q : kr, t.rest / rows + 2 * n_s / (n_s + 1) * t.tri / t.side);
-  const double r = std::max(1.0, longest / (P / rows));
-  return padding * tail_factor(tiles, r, sm_count, ctas_per_sm);
+  const int c = std::max(1, static_cast<int>(std::lround(ctas_per_sm)));
+  // A program repeats its calls' shapes step after step: each shape is scheduled once per thread.
+  using Key = std::tuple<int, int, int, bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, int, bool>;
+  thread_local std::map<Key, double> known;
+  const Key key{sm_count, tile_rows, c,          longest_first && !op.backward, op.backward, op.q_rows,
+                op.k_rows, op.pairs,  op.batch_heads, op.kv_group, cut.splits, cut.packed};
+  if (const auto hit = known.find(key); hit != known.end()) return hit->second;
+  // 1. One (batch, head)'s tiles, or one (batch, KV head)'s when packed: its g heads' rows share each tile.
+  const double g = cut.packed ? static_cast<double>(std::max<std::int64_t>(1, op.kv_group)) : 1;
+  // A group of more tiles than 64 per slot runs them in consecutive runs (at most 64 per slot): what that changes
+  // is the tail, by less than one run, 1/64 of a slot's share of the group.
+  std::vector<double> one = tile_works(tile_rows / g, op, 64 * static_cast<std::size_t>(sm_count * c));
+  for (double& w : one) w *= g;
+  const double one_total = g * static_cast<double>(op.pairs) / static_cast<double>(op.batch_heads);  // unpadded
+  const auto groups = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(op.batch_heads) / g));
+  if (one_total <= 0) return 1;
+  // 2. The tiles of enough groups to fill every slot 16 times over (at least two groups), in the kernel's order:
+  //    group by group, each tile's split parts in turn, tiles in their order (FlashAttention-2's grid, x fastest);
+  //    or longest first (FlashAttention-3's scheduler). The groups beyond run before the tail, every SM busy.
+  const double per_group = static_cast<double>(one.size()) * cut.splits;
+  const std::int64_t run = std::min(
+      groups, std::max<std::int64_t>(2, static_cast<std::int64_t>(std::ceil(16.0 * sm_count * c / per_group))));
+  std::vector<double> works;
+  works.reserve(static_cast<std::size_t>(static_cast<double>(run) * per_group));
+  for (std::int64_t b = 0; b < run; ++b)
+    for (int s = 0; s < cut.splits; ++s)
+      for (double w : one) works.push_back(w / cut.splits);
+  if (longest_first && !op.backward) std::sort(works.begin(), works.end(), std::greater<>());
+  // 3. The makespan over the same work, unpadded, spread evenly over every SM.
+  const double even = one_total / sm_count;
+  const double span = makespan(works, sm_count, c) + static_cast<double>(groups - run) * even;
+  const double f = std::max(1.0, span / (static_cast<double>(groups) * even));
+  known.emplace(key, f);
+  return f;
 }
 
 double memory_us(const Machine& m, std::int64_t bytes) {

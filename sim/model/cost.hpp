@@ -8,17 +8,15 @@
 //                                                          query row), q_rows backward (queries per key row)
 //   a causal block: its triangle of side s, s (s+1) / 2 = P capped at min(q_rows, k_rows), runs on the causal
 //   curve at L = s; the rest of its pairs on the full curve at L = rest / rows (rows: q_rows fwd, k_rows bwd)
-//   occupancy: tiles = B*N x n, n = ceil(rows / tile_rows) row tiles per head, on sm_count SMs, c tiles resident
-//   per SM (attention.forward_ctas_per_sm / backward_ctas_per_sm). t_k is the time with every SM busy for the
-//   whole call; the call takes longer when the tiles cannot keep them busy:
-//     full block (equal tiles):   f = ceil(tiles / sm) sm / tiles   one tile resident per SM (c = 1): whole waves
-//                                 f = max(1, sm / tiles)           several (c > 1): they share the SM; idle SMs
-
-//     causal (unequal tiles; the longest, the last row tile, does r of the mean: r = 2n / (n+1) for a triangle of
-//     n row tiles; for a triangle of side s beside a full rest, r = (rest/rows + 2 n_s/(n_s+1) tri/s) / (P/rows),
-//     n_s = ceil(s / tile_rows), at most a whole row; it shares its SM with the tiles resident beside it,
-//     min(c, tiles / sm) in all, from the start):
-//                                 f = max(1, sm / tiles x r x clamp(tiles / sm, 1, c))
+//   occupancy: tiles = B*N x n, n = ceil(rows / tile_rows) row tiles per head (key tiles backward), each of the
+//   pairs its rows see (a causal block's triangle on its last rows forward, on its last key columns backward;
+//   the last tile padded to whole rows). t_k is the time with every SM busy for the whole call; the call takes
+//     f = makespan / (the unpadded work / sm)  >= 1
+//   times that: the tiles handed out in the kernel's order to sm SMs of c slots (attention.forward_ctas_per_sm,
+//   backward_ctas_per_sm), the tiles on an SM sharing its rate, a free slot taking the next tile on the emptiest
+//   SM. Order: (batch, head) by (batch, head), tiles in row order (FlashAttention-2's grid: the shortest causal
+//   tiles of each head first forward, the longest first backward), or longest first forward
+//   (attention.forward_longest_first: FlashAttention-3's scheduler). Equal tiles with c = 1 take whole waves.
 //   split-KV (forward only; FlashAttention-2 csrc/flash_attn/flash_api.cpp set_params_splitkv, FlashAttention-3
 //   hopper/heuristics.h num_splits_heuristic): a call of fewer than 0.8 sm row tiles and more than 4 key tiles
 //   (ceil(k_rows / tile_rows)) splits its keys into s parts, the fewest whose wave efficiency
@@ -55,21 +53,22 @@
 namespace cpsim::model {
 
 double attention_us(const Machine& m, const Op& attention);
-// The factor f above of one attention call (>= 1), and the causal tail's (n row tiles per head).
 // How a call's work is cut for the SMs: its row tiles (packed or not) and the parts each splits its keys into.
 struct Tiling {
   double tiles = 0;  // row tiles over every (batch, head), or every (batch, KV head) when packed
   int splits = 1;    // split-KV parts per row tile (1: none)
   bool packed = false;
-  double fill = 1;   // the rows over the rows of the whole tiles they take (the last tile's padding)
 };
 Tiling tiling(const Machine& m, const Op& attention);
 Tiling tiling(int sm_count, int tile_rows, int max_splits, bool pack_gqa, const Op& attention);
+// The factor f above of one attention call (>= 1).
 double occupancy_factor(const Machine& m, const Op& attention);
 // Without splits or packing (the one-GPU sweeps' calls, which fill the SMs), or with a given tiling.
-double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const Op& attention);
-double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, const Op& attention, const Tiling& t);
-double tail_factor(double tiles, double r, int sm_count, double ctas_per_sm);  // r: longest tile / mean
+double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, bool longest_first, const Op& attention);
+double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, bool longest_first, const Op& attention,
+                        const Tiling& t);
+// The time `works` take, handed out in order to sm_count SMs of ctas_per_sm slots, each SM of rate 1.
+double makespan(const std::vector<double>& works, int sm_count, int ctas_per_sm);
 double memory_us(const Machine& m, std::int64_t bytes);
 // The memory op as the machine's software stack runs it (framework.merge_bytes_per_element for a merge).
 double memory_op_us(const Machine& m, const Op& op);

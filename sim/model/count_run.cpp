@@ -25,6 +25,7 @@ void count_rank(const ValidProblem& valid, bool backward, Communicator& comm, Pr
   const std::int64_t s = L.local_len();
   // 1. This rank's shards.   q: [B, s, Nq, D]   k, v: [B, s, Nkv, D]
   const Buffer q = dev.alloc({p.batch, s, p.heads, p.head_dim}, p.dtype, Layout::bsnd, "q");
+  program.out_elements = p.batch * s * p.heads * p.head_dim;
   const BufferUse kv_use = kv_input_use(kind, p.ranks);
   const Buffer k = dev.alloc({p.batch, s, p.kv_heads, p.head_dim}, p.dtype, Layout::bsnd, "k", kv_use);
   const Buffer v = dev.alloc({p.batch, s, p.kv_heads, p.head_dim}, p.dtype, Layout::bsnd, "v", kv_use);

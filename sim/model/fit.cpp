@@ -26,7 +26,7 @@ std::vector<Point> points(const KernelSweep& s) {
     const Op op = square_attention(s.batch_heads(i), S, s.head_dim, s.causal, s.backward);
     // The kernel's time with every SM busy is flops / rate; on the sweep's H100 (132 SMs, 128-row tiles) the call
     // takes occupancy_factor times that (cost.hpp): the factor scales the flops the fit sees.
-    const double occupancy = occupancy_factor(kSweepSms, kSweepTileRows, s.ctas_per_sm, op);
+    const double occupancy = occupancy_factor(kSweepSms, kSweepTileRows, s.ctas_per_sm, s.longest_first, op);
     out.push_back({op.flops / (s.tflops[i] * 1e6), op.flops * 1e-6 * occupancy, 1.0 / static_cast<double>(S)});
   }
   return out;
@@ -73,9 +73,10 @@ double sum_of_squares(const std::vector<std::vector<Point>>& curves, double laun
   return sum;
 }
 
-double time_of(const Counted& c, const Machine& m, bool backward, double step_us) {
+double time_of(const Counted& c, const Machine& m, bool backward, double step_bytes) {
   Machine with = m;
-  with.step_us = step_us;
+  with.step_us = 0;
+  with.step_bytes_per_element = step_bytes;
   return time_cell(c, with, backward, 1).time_us(backward);
 }
 
@@ -152,23 +153,24 @@ std::vector<PublishedRingRun> ring_runs_on(const std::string& machine) {
   return out;
 }
 
-StepFit fit_step_us(const Machine& m, const std::vector<PublishedRingRun>& runs) {
+StepFit fit_step_bytes(const Machine& m, const std::vector<PublishedRingRun>& runs) {
   // 1. Count every run once; its time at a step cost s is a replay.
   std::vector<Counted> counted;
   for (const PublishedRingRun& r : runs) {
-    if (r.machine != m.name) throw Error("fit_step_us: a run on " + r.machine + " given for " + m.name);
+    if (r.machine != m.name) throw Error("fit_step_bytes: a run on " + r.machine + " given for " + m.name);
     Problem p = ring_flash_attention_problem(8);
     p.sharding = r.sharding;
     counted.push_back(count_cell(p, {StrategyKind::ring, 0}, r.backward));
   }
-  // 2. Minimise sum ((t_i(s) - T_i) / T_i)^2 over s >= 0, T_i = 1 / published rate. t_i(s) is piecewise linear:
-  //    t_i(s) ~ t_i(0) + g_i s with g_i the secant slope through the current s, then s from the normal equation.
+  // 2. Minimise sum ((t_i(s) - T_i) / T_i)^2 over s >= 0 (bytes per element), T_i = 1 / published rate. t_i(s) is
+  //    piecewise linear: t_i(s) ~ t_i(0) + g_i s with g_i the secant slope through the current s, then s from the
+  //    normal equation.
   std::vector<double> T, t0;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     T.push_back(1e6 / runs[i].per_s);
     t0.push_back(time_of(counted[i], m, runs[i].backward, 0));
   }
-  double s = 100;  // us: where the first secant is taken
+  double s = 10;  // bytes per element: where the first secant is taken
   std::vector<double> g(runs.size());
   for (int iteration = 0; iteration < 6; ++iteration) {
     double num = 0, den = 0;
@@ -187,7 +189,7 @@ StepFit fit_step_us(const Machine& m, const std::vector<PublishedRingRun>& runs)
     if (settled) break;
   }
   StepFit out;
-  out.step_us = s;
+  out.step_bytes = s;
   out.at_bound = s == 0;
   std::vector<double> e0, e;
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -195,7 +197,7 @@ StepFit fit_step_us(const Machine& m, const std::vector<PublishedRingRun>& runs)
     row.run = runs[i];
     row.model_per_s_at_0 = 1e6 / t0[i];
     row.model_per_s = 1e6 / time_of(counted[i], m, runs[i].backward, s);
-    row.steps = g[i];
+    row.us_per_byte = g[i];
     e0.push_back(row.model_per_s_at_0 / runs[i].per_s - 1);
     e.push_back(row.model_per_s / runs[i].per_s - 1);
     out.rows.push_back(row);

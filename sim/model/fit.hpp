@@ -16,9 +16,10 @@
 //    curve and launch / flops = (launch / (flops / S)) / S has the very shape of the half_len term. fit_shared_launch
 //    says so with numbers: the estimate, its standard error, the residuals at fixed launches, and the largest launch
 //    that leaves every half_len >= 0.
-// 3. The per-step cost. framework.step_us (the stack's fixed cost per strategy step, clock.hpp) fitted to
-//    ring-flash-attention's ring rows on one machine: least squares on the relative time error, step_us >= 0,
-//    every row counted once and replayed (the time is piecewise linear in step_us: a few secant steps converge).
+// 3. The per-step cost. framework.step_bytes_per_element (what the stack moves per element of a rank's output at
+//    every strategy step, clock.hpp) fitted to ring-flash-attention's ring rows on one machine: least squares on
+//    the relative time error, >= 0, every row counted once and replayed (the time is piecewise linear in it: a few
+//    secant steps converge).
 #pragma once
 #include <string>
 #include <vector>
@@ -56,17 +57,18 @@ LaunchFit fit_shared_launch(const std::vector<KernelSweep>& sweeps);
 struct StepFit {
   struct Row {
     PublishedRingRun run;
-    double model_per_s_at_0 = 0;  // the machine with step_us = 0
-    double model_per_s = 0;       // with the fitted step_us
-    double steps = 0;             // d(time) / d(step_us): the step marks on the critical path
+    double model_per_s_at_0 = 0;  // the machine with no per-step cost
+    double model_per_s = 0;       // with the fitted step_bytes_per_element
+    double us_per_byte = 0;       // d(time) / d(step_bytes_per_element): steps on the critical path x elements / hbm
   };
-  double step_us = 0;
-  bool at_bound = false;  // the unconstrained optimum was negative: step_us = 0
+  double step_bytes = 0;  // framework.step_bytes_per_element
+  bool at_bound = false;  // the unconstrained optimum was negative: 0
   std::vector<Row> rows;
   double rms_at_0 = 0, rms = 0;  // rms relative error of the rates
 };
-// step_us fitted to the runs on `m` (their `machine` must be m.name); every other value of m is kept.
-StepFit fit_step_us(const Machine& m, const std::vector<PublishedRingRun>& runs);
+// framework.step_bytes_per_element fitted to the runs on `m` (their `machine` must be m.name), with no fixed
+// step_us; every other value of m is kept.
+StepFit fit_step_bytes(const Machine& m, const std::vector<PublishedRingRun>& runs);
 // The runs of ring_flash_attention_runs() on that machine.
 std::vector<PublishedRingRun> ring_runs_on(const std::string& machine);
 

@@ -15,6 +15,7 @@ void count_rank(const InferenceProblem& p, InferenceKind kind, Communicator& com
   const InferenceLayout L = p.layout(kind);
   // 1. This rank's padded shards.   q: [B, n, Nq, D]   k, v: [B, m, Nkv, D]
   const Buffer q = dev.alloc({p.batch, L.max_new(), p.heads, p.head_dim}, p.dtype, Layout::bsnd, "q");
+  program.out_elements = p.batch * L.max_new() * p.heads * p.head_dim;
   const Buffer k = dev.alloc({p.batch, L.max_kv(), p.kv_heads, p.head_dim}, p.dtype, Layout::bsnd, "k");
   const Buffer v = dev.alloc({p.batch, L.max_kv(), p.kv_heads, p.head_dim}, p.dtype, Layout::bsnd, "v");
   // 2. Forward through the strategy.

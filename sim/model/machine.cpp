@@ -31,6 +31,7 @@ const std::vector<MachineField>& machine_fields() {
       {"attention.launch_us", 0, 1e6, false, false, false, true},
       {"attention.forward_ctas_per_sm", 1, 64, false, true, false, false},
       {"attention.backward_ctas_per_sm", 1, 64, false, true, false, false},
+      {"attention.forward_longest_first", 0, 1, false, true, false, false},
       {"attention.max_kv_splits", 1, 1024, false, true, false, false},
       {"attention.pack_gqa", 0, 1, false, true, false, false},
       {"memory.hbm_gbps", 1e-3, 1e6, false, false, true, true},
@@ -46,6 +47,7 @@ const std::vector<MachineField>& machine_fields() {
       {"collective.base_latency_us", 0, 1e6, false, false, false, true},
       {"contention.comm_sms", 0, 1e5, false, false, false, true},
       {"framework.step_us", 0, 1e6, false, false, false, true},
+      {"framework.step_bytes_per_element", 0, 1e4, false, false, false, true},
       {"framework.merge_bytes_per_element", 0, 1e4, false, false, false, true},
       {"framework.grad_add_bytes_per_element", 0, 1e4, false, false, false, true},
   };
@@ -328,10 +330,6 @@ std::pair<Level*, std::string> level_field(Machine& m, const std::string& field)
 
 }  // namespace
 
-double default_step_us(double hbm_gbps) {
-  return kDefaultStepBytes / (hbm_gbps * 1e3);
-}
-
 double head_dim_half_width(const Machine& m) {
   if (m.kernels.size() < 2 || m.kernels[0].head_dim <= 0) return kDefaultHeadDimHalfWidth;
   // r = t(D2) / t(D1) = D2 (D1 + D0) / (D1 (D2 + D0))  =>  D0 = D1 D2 (r - 1) / (D2 - r D1)
@@ -401,6 +399,7 @@ double* machine_value(Machine& m, const std::string& field) {
       {"collective.base_latency_us", &Machine::collective_base_us},
       {"contention.comm_sms", &Machine::comm_sms},
       {"framework.step_us", &Machine::step_us},
+      {"framework.step_bytes_per_element", &Machine::step_bytes_per_element},
       {"framework.merge_bytes_per_element", &Machine::merge_bytes_per_element},
       {"framework.grad_add_bytes_per_element", &Machine::grad_add_bytes_per_element}};
   if (const auto it = doubles.find(field); it != doubles.end()) return &(m.*(it->second));
@@ -453,6 +452,7 @@ Machine parse_machine(const std::string& json, const std::string& origin) {
   m.launch_us = r.get("attention.launch_us", false).value_or(kDefaultLaunchUs);
   m.forward_ctas_per_sm = r.get("attention.forward_ctas_per_sm", false).value_or(1);
   m.backward_ctas_per_sm = r.get("attention.backward_ctas_per_sm", false).value_or(1);
+  m.forward_longest_first = r.get("attention.forward_longest_first", false).value_or(0) != 0;
   m.max_kv_splits = static_cast<int>(r.get("attention.max_kv_splits", false).value_or(kDefaultMaxKvSplits));
   m.pack_gqa = r.get("attention.pack_gqa", false).value_or(0) != 0;
   m.hbm_gbps = r.need("memory.hbm_gbps");
@@ -476,7 +476,10 @@ Machine parse_machine(const std::string& json, const std::string& origin) {
   // 3. Contention and the software stack: absent, contention and the merges cost nothing (the first format's
   //    model); a strategy step costs what ring-flash-attention's measured steps cost at this memory bandwidth.
   m.comm_sms = r.get("contention.comm_sms", false).value_or(0);
-  m.step_us = r.get("framework.step_us", false).value_or(default_step_us(m.hbm_gbps));
+  const std::optional<double> step_us = r.get("framework.step_us", false);
+  m.step_us = step_us.value_or(0);
+  m.step_bytes_per_element =
+      r.get("framework.step_bytes_per_element", false).value_or(step_us ? 0 : kDefaultStepBytesPerElement);
   m.merge_bytes_per_element = r.get("framework.merge_bytes_per_element", false).value_or(0);
   m.grad_add_bytes_per_element = r.get("framework.grad_add_bytes_per_element", false).value_or(0);
   m.given = r.given();
@@ -553,6 +556,7 @@ std::string machine_json(const Machine& m) {
   attention["launch_us"] = machine_number(m.launch_us);
   attention["forward_ctas_per_sm"] = machine_number(m.forward_ctas_per_sm);
   attention["backward_ctas_per_sm"] = machine_number(m.backward_ctas_per_sm);
+  attention["forward_longest_first"] = machine_number(m.forward_longest_first ? 1 : 0);
   attention["max_kv_splits"] = machine_number(m.max_kv_splits);
   attention["pack_gqa"] = machine_number(m.pack_gqa ? 1 : 0);
   if (!legacy)
@@ -592,6 +596,7 @@ std::string machine_json(const Machine& m) {
   j["collective"] = {{"base_latency_us", machine_number(m.collective_base_us)}};
   j["contention"] = {{"comm_sms", machine_number(m.comm_sms)}};
   j["framework"] = {{"step_us", machine_number(m.step_us)},
+                    {"step_bytes_per_element", machine_number(m.step_bytes_per_element)},
                     {"merge_bytes_per_element", machine_number(m.merge_bytes_per_element)},
                     {"grad_add_bytes_per_element", machine_number(m.grad_add_bytes_per_element)}};
   Json& sources = j["sources"] = Json::object();

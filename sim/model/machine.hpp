@@ -67,6 +67,9 @@ struct Machine {
   int sm_count = 1;      // streaming multiprocessors (cores): parallel tiles in flight
   int tile_rows = 128;   // rows per kernel tile, for the occupancy term
   double forward_ctas_per_sm = 1, backward_ctas_per_sm = 1;  // tiles resident on one SM at once (cost.hpp)
+  // The forward hands out a causal call's longest tiles first (FlashAttention-3's scheduler); else in row order
+  // (FlashAttention-2's grid, shortest first). The backward goes in key-tile order, the longest first (cost.hpp).
+  bool forward_longest_first = false;
   int max_kv_splits = kDefaultMaxKvSplits;  // the forward's split-KV cap (cost.hpp); 1: it never splits
   bool pack_gqa = false;  // the forward packs a KV head's query heads into one tile (FlashAttention-3; cost.hpp)
   double launch_us = 0;  // fixed cost of every kernel (attention, copy, merge)
@@ -82,9 +85,11 @@ struct Machine {
   double collective_base_us = 0;  // fixed cost of every collective call
   // contention: SMs the kernel of a transfer in flight holds (0: transfers cost the compute nothing)
   double comm_sms = 0;
-  // the software stack: a fixed cost per strategy step; a merge or a gradient accumulation done outside the
-  // kernel, in bytes moved per output element (0: as the strategy code issues it, counted)
+  // the software stack: a cost per strategy step (fixed, and bytes moved per element of the rank's output); a merge
+  // or a gradient accumulation done outside the kernel, in bytes moved per output element (0: as the strategy code
+  // issues it, counted)
   double step_us = 0;
+  double step_bytes_per_element = 0;
   double merge_bytes_per_element = 0;
   double grad_add_bytes_per_element = 0;
   std::map<std::string, std::string> sources;  // "attention.sm_count" -> where the value comes from
@@ -101,16 +106,15 @@ struct Machine {
 //   attention.launch_us        2 us per kernel call: the presets' assumption (the gap between back-to-back
 //                              kernels on one stream; no published sweep determines it)
 //   collective.base_latency_us 8.4 us per collective call: NCCL src/graph/tuning.cc baseLat, Ring, Simple
-//   framework.step_us          kDefaultStepBytes / memory.hbm_gbps per strategy step: ring-flash-attention's
-//                              per-step cost fitted to its README rows is 136.5 us on an H800 (3000 GB/s) and
-//                              233.4 us on an A100 (1800 GB/s), 409.5 and 420.1 MB at those rates; their mean
-//                              (`cpsim calibrate --published` prints both fits). A constant per step: the 5-head
-//                              table of ring-flash-attention (docs/predictions.md) measures about as much per step
-//                              at a sixth of the shape, so it does not scale with the step's elements.
+//   framework.step_bytes_per_element  kDefaultStepBytesPerElement per element of the rank's output (B x its query
+//                              rows x Nq x D) per strategy step, at memory.hbm_gbps: ring-flash-attention's per-step
+//                              cost fitted to its README's 32-head rows, 12.03 bytes on the H800 and 12.63 on the A100
+//                              (`cpsim calibrate --published` prints both fits); their mean. Per element, not a
+//                              constant: its 5-head table (docs/predictions.md) leaves a sixth as much per step.
+//   framework.step_us          0 (a file that gives it and not the bytes per element means a constant per step)
 constexpr double kDefaultLaunchUs = 2;
 constexpr double kDefaultCollectiveBaseUs = 8.4;
-constexpr double kDefaultStepBytes = 414.8e6;
-double default_step_us(double hbm_gbps);
+constexpr double kDefaultStepBytesPerElement = 12.3;
 // The kernel's peak rate over head dims D as R D / (D + D0): the FlashAttention-3 paper's non-causal forward
 // peaks (497, 648, 756 TFLOP/s at d = 64, 128, 256; Fig. 5, 16K) give D0 = 55.9 from d = 64 and 128 and then
 // 764 at d = 256 (+1.1%). A machine with two head dims or more takes D0 from its two smallest full forward

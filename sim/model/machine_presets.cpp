@@ -8,8 +8,9 @@
 //   checked on FlashAttention-2, whose causal backward ring-flash-attention measured on one H800 at 8K: 288 TFLOP/s,
 //   against 318 x 333 / 370 = 286 from the paper's FlashAttention-2 bars;
 //   head dim 256 backward = head dim 128's (an assumption, said in the sources).
-// framework.step_us of ring-flash-attention's stack: fitted offline to its published ring rows (fit_step_us, which
-// needs counting runs); the value is stored here and tests/model/fit_test.cpp re-runs the fit and recovers it.
+// framework.step_bytes_per_element of ring-flash-attention's stack: fitted offline to its published ring rows
+// (fit_step_bytes, which needs counting runs); the value is stored here and tests/model/fit_test.cpp re-runs the fit
+// and recovers it.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -157,6 +158,7 @@ Entries unused_network() {
 Entries own_stack() {
   return {{"framework.step_us", 0,
            "the strategy code's own: no host cost per step (the host issues ahead of the GPU at these sizes)"},
+          {"framework.step_bytes_per_element", 0, "the strategy code's own: every copy it makes is counted"},
           {"framework.merge_bytes_per_element", 0,
            "0: the merge the strategy code issues, counted (one pass: read both partials, write the accumulator)"},
           {"framework.grad_add_bytes_per_element", 0, "0: the kernel adds into dq, dk, dv itself"}};
@@ -164,7 +166,7 @@ Entries own_stack() {
 
 // ring-flash-attention's stack (PyTorch, FlashAttention-2): what its published runs measured. step_us: fitted to the
 // machine's published ring rows (fit_step_us), stored here.
-Entries ring_flash_attention_stack(const std::string& machine, double step_us) {
+Entries ring_flash_attention_stack(const std::string& machine, double step_bytes) {
   std::string rows;
   for (const PublishedRingRun& r : ring_runs_on(machine)) {
     char v[96];
@@ -172,9 +174,11 @@ Entries ring_flash_attention_stack(const std::string& machine, double step_us) {
                   r.backward ? "forward+backward" : "forward", r.per_s);
     rows += v;
   }
-  return {{"framework.step_us", step_us,
-           "least squares (relative time error, step_us >= 0) over ring-flash-attention's README ring rows on this "
-           "machine, it/s: " + rows + " (cpsim calibrate --published prints the fit and its residuals)"},
+  return {{"framework.step_us", 0, "0: the stack's cost per step is counted per element (step_bytes_per_element)"},
+          {"framework.step_bytes_per_element", step_bytes,
+           "least squares (relative time error, >= 0) over ring-flash-attention's README ring rows (32 heads) on "
+           "this machine, it/s: " + rows + " (cpsim calibrate --published prints the fit and its residuals); "
+           "per element, not per step: its 5-head table leaves a sixth as much per step (docs/model.md, 4.1)"},
           {"framework.merge_bytes_per_element", 38,
            "ring-flash-attention utils.py update_out_and_lse keeps out in fp32 and merges in four elementwise "
            "passes: block_out.to(f32) 2+4, out-block_out 4+4+4, x sigmoid 4+4, out-x 4+4+4 = 38 bytes per element"},
@@ -183,13 +187,20 @@ Entries ring_flash_attention_stack(const std::string& machine, double step_us) {
 }
 
 const char* const kFa2ForwardCtas =
-    "assumption: FlashAttention-2's forward runs 4 warps per 128-row tile, two tiles resident per SM, so a causal "
-    "call with few tiles per SM ends on its longest tile at half speed (ring-flash-attention's 5-head one-GPU runs, "
-    "docs/predictions.md)";
+    "FlashAttention-2's forward at d=128 on sm80/sm90 runs 128 x 64 tiles of 4 warps with 64 KiB of shared memory "
+    "(csrc/flash_attn/src/flash_fwd_launch_template.h run_mha_fwd_hdim128): two resident per SM, sharing its rate";
 const char* const kFa2BackwardCtas = "assumption: FlashAttention-2's backward runs 8 warps per tile, one per SM";
+const char* const kFa2RowOrder =
+    "0: FlashAttention-2's forward grid is (query tiles, batch, heads) and a tile's index is blockIdx.x "
+    "(csrc/flash_attn/src/flash_fwd_launch_template.h, flash_fwd_kernel.h compute_attn): the blocks go out head by "
+    "head, the shortest causal tiles of each first";
+const char* const kFa3LongestFirst =
+    "1: FlashAttention-3 hands out a causal call's tiles longest first to the first free SM "
+    "(hopper/tile_scheduler.hpp DynamicPersistentTileScheduler, longest-processing-time-first)";
 
-// framework.step_us of the two ring-flash-attention presets: fit_step_us's result on each, to 0.1 us.
-constexpr double kH800StepUs = 136.5, kA100StepUs = 233.4;
+// framework.step_bytes_per_element of the two ring-flash-attention presets: fit_step_bytes's result on each, to
+// 0.01 byte.
+constexpr double kH800StepBytes = 12.03, kA100StepBytes = 12.63;
 
 const char* const kCommSms =
     "NCCL runs a send/recv pair on 2 channels per peer (NCCL log '2 p2p channels per peer', nccl issue 1189), one "
@@ -210,6 +221,7 @@ std::string h100(const std::string& name, const std::string& description, bool c
       {"attention.pack_gqa", 1, kFa3PackGqa},
       {"attention.forward_ctas_per_sm", 1, "FlashAttention-3 runs one persistent CTA per SM"},
       {"attention.backward_ctas_per_sm", 1, "FlashAttention-3 runs one persistent CTA per SM"},
+      {"attention.forward_longest_first", 1, kFa3LongestFirst},
       {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 3000, "H100 SXM5 HBM3 3.35 TB/s (NVIDIA H100 datasheet) x 0.9 achievable (assumption)"},
       {"intra.gbps", 360, "nccl-tests all-gather busbw 360-370 GB/s on 8x H100 SXM (NVLink 4: 450 GB/s per direction)"},
@@ -237,12 +249,12 @@ std::string h100(const std::string& name, const std::string& description, bool c
 // One HGX node as ring-flash-attention measured it: the hardware's entries, its FlashAttention-2 curves, NCCL's
 // latencies, the stack of ring-flash-attention.
 std::string ring_flash_attention_node(const std::string& name, const std::string& description, Entries e,
-                                      const Entries& kernels, double step_us) {
+                                      const Entries& kernels, double step_bytes) {
   add(e, kernels);
   add(e, nccl_latencies());
   add(e, unused_network());
   add(e, {{"contention.comm_sms", 4, kCommSms}});
-  add(e, ring_flash_attention_stack(name, step_us));
+  add(e, ring_flash_attention_stack(name, step_bytes));
   return preset_text(name, description, e);
 }
 
@@ -255,6 +267,7 @@ std::string h800() {
       {"attention.tile_rows", 128, "FlashAttention-2 forward tile of 128 query rows at d=128"},
       {"attention.forward_ctas_per_sm", 2, kFa2ForwardCtas},
       {"attention.backward_ctas_per_sm", 1, kFa2BackwardCtas},
+      {"attention.forward_longest_first", 0, kFa2RowOrder},
       {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 3000, "H800 SXM5 HBM3 3.35 TB/s, as the H100 SXM5 x 0.9 achievable (assumption)"},
       {"intra.gbps", 160, "H800 NVLink: about 160 GB/s one way measured (deepseek-ai/DeepSeek-V3 issue 28)"},
@@ -265,7 +278,7 @@ std::string h800() {
                                    "one HGX H800 node: 8 GPUs on NVLink (160 GB/s), FlashAttention-2 kernels, merges "
                                    "and gradient sums in PyTorch as ring-flash-attention runs them",
                                    e, kernels_of(flash_attention_2_sweeps(), 1, 1, "; unscaled (the H800 has the H100's SMs)"),
-                                   kH800StepUs);
+                                   kH800StepBytes);
 }
 
 // FlashAttention-2 on an A100: the H100 bars' shape over S (assumed), scaled so that the d=128 causal curves give
@@ -283,8 +296,9 @@ Entries a100_kernels() {
   const double fwd_us = 1e6 / one.forward_per_s, bwd_us = 1e6 / one.total_per_s - fwd_us;
   const auto scale = [&](const KernelSweep& s, double us) {
     const Op op = square_attention(p.batch * p.heads, p.seq, p.head_dim, true, s.backward);
-    // At 2048 tiles on 108 SMs the call keeps every SM busy (occupancy factor 1, cost.hpp).
-    return curve_scale(fit_kernel_sweep(s, kLaunchUs).curve, static_cast<double>(p.seq), op.flops, us - kLaunchUs);
+    // The run's 2048 tiles on the A100's 108 SMs, handed out as FlashAttention-2 does (cost.hpp's occupancy).
+    const double f = occupancy_factor(kA100Sms, 128, s.ctas_per_sm, s.longest_first, op);
+    return curve_scale(fit_kernel_sweep(s, kLaunchUs).curve, static_cast<double>(p.seq), op.flops * f, us - kLaunchUs);
   };
   const double fwd = scale(fc, fwd_us), bwd = scale(bc, bwd_us);
   char note[256];
@@ -304,6 +318,7 @@ std::string a100() {
       {"attention.tile_rows", 128, "FlashAttention-2 forward tile of 128 query rows at d=128"},
       {"attention.forward_ctas_per_sm", 2, kFa2ForwardCtas},
       {"attention.backward_ctas_per_sm", 1, kFa2BackwardCtas},
+      {"attention.forward_longest_first", 0, kFa2RowOrder},
       {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 1800, "A100 SXM4 80GB HBM2e 2.04 TB/s (NVIDIA A100 datasheet) x 0.9 achievable (assumption)"},
       {"intra.gbps", 230, "nccl-tests busbw about 200-230 GB/s on one 8x A100 NVLink box (nccl-tests issue 149)"},
@@ -315,7 +330,7 @@ std::string a100() {
       "one HGX A100 node: 8 GPUs on NVLink 3, FlashAttention-2 kernels, merges and gradient sums in PyTorch as "
       "ring-flash-attention runs them",
       e,
-      a100_kernels(), kA100StepUs);
+      a100_kernels(), kA100StepBytes);
 }
 
 std::string local_cpu() {

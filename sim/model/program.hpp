@@ -78,6 +78,9 @@ class Program {
  public:
   int rank = 0;
   bool spans = false;  // keep every attention op's positions as spans (for traces; costs time at large S)
+  // The elements of the rank's output, B x its query rows x Nq x D: what a step's per-element cost moves
+  // (framework.step_bytes_per_element, clock.hpp).
+  std::int64_t out_elements = 0;
 
   // Appends an op. An isend or irecv is given the next request id, which is returned (-1 for other ops); a wait
   // names its request by that id.

@@ -20,6 +20,7 @@ struct KernelSweep {
   std::int64_t tokens = 16384, width = 2048;
   std::vector<std::int64_t> point_tokens;  // per point, for a benchmark that varies batch x S (else `tokens`)
   int ctas_per_sm = 1;  // tiles resident on one SM at once in the measured kernel (cost.hpp's occupancy)
+  bool longest_first = false;  // the measured forward hands out its longest tiles first (cost.hpp's occupancy)
   std::int64_t batch_heads(std::size_t i) const {
     const std::int64_t t = point_tokens.empty() ? tokens : point_tokens[i];
     return t / static_cast<std::int64_t>(seqs[i]) * (width / head_dim);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <fmt/format.h>
 
 #include "../cli/run_cli.hpp"
 #include "sim/model/cost.hpp"
@@ -440,8 +441,8 @@ TEST_CASE("cpsim calibrate --published prints every preset fit with the values t
   CHECK(r.out.find("largest launch with every half_len >= 0") != std::string::npos);
   for (const char* name : {"h800-sxm-8", "a100-sxm-8"}) {
     const Machine m = load_machine(name);
-    const std::string fitted = one_decimal(fit_step_us(m, ring_runs_on(name)).step_us);
-    CHECK(r.out.find("step_us = " + fitted + " us**, the preset stores " + one_decimal(m.step_us)) !=
-          std::string::npos);
+    const std::string fitted = fmt::format("{:.2f}", fit_step_bytes(m, ring_runs_on(name)).step_bytes);
+    CHECK(r.out.find("step_bytes_per_element = " + fitted + "**") != std::string::npos);
+    CHECK(r.out.find("the preset stores " + fmt::format("{:.2f}", m.step_bytes_per_element)) != std::string::npos);
   }
 }

@@ -254,3 +254,19 @@ TEST_CASE("a strategy step costs the machine's fixed cost per step; a merge cost
   CHECK(run.total_us == doctest::Approx(2 * 10 + 19.0));
   CHECK(run.ranks[0].overhead_us == doctest::Approx(20));
 }
+
+TEST_CASE("a strategy step also moves the stack's bytes per element of the rank's output at the memory's rate") {
+  Machine m = simple_machine();  // 1 GB/s: 1000 bytes a microsecond
+  Op step;
+  step.kind = OpKind::step;
+  step.step = 0;
+  Programs prog = programs({{step, step}, {step}});
+  prog.ranks[0].out_elements = 4'000;
+  prog.ranks[1].out_elements = 1'000;
+  m.step_us = 1;
+  m.step_bytes_per_element = 12;  // rank 0: 48000 bytes a step, 48 us; rank 1: 12 us
+  const ModeledRun run = simulate(prog, m);
+  CHECK(run.ranks[0].overhead_us == doctest::Approx(2 * (1 + 48.0)));
+  CHECK(run.ranks[1].overhead_us == doctest::Approx(1 + 12.0));
+  CHECK(run.total_us == doctest::Approx(2 * 49.0));
+}

@@ -28,7 +28,7 @@ KernelSweep generated(const KernelCurve& c, double launch_us, bool causal, std::
   for (std::size_t i = 0; i < s.seqs.size(); ++i) {
     const Op op = square_attention(s.batch_heads(i), static_cast<std::int64_t>(s.seqs[i]), 128, causal, false);
     // The kernel's time on the sweep's H100 (132 SMs, 128-row tiles, one tile per SM: cost.hpp).
-    const double occupancy = occupancy_factor(132, 128, 1, op);
+    const double occupancy = occupancy_factor(132, 128, 1, false, op);
     s.tflops.push_back(op.flops / (launch_us + op.flops / c.rate(s.seqs[i]) * occupancy * 1e6) / 1e6);
   }
   return s;
@@ -85,14 +85,15 @@ TEST_CASE("the A100's FlashAttention-2 curves are scaled to give ring-flash-atte
 }
 
 TEST_CASE("sweeps that hold batch x S fixed leave the launch undetermined; sweeps whose work per call varies fix it") {
-  // 1. The published sweeps: the residual is the same for any launch from 0 to 20 us, the estimate's standard
-  //    error is larger than any plausible launch, and launches up to tens of us keep every half_len >= 0.
+  // 1. The published sweeps: the residual is the same for any launch from 0 to 20 us (to hundredths of a percent:
+  //    the tiles' occupancy differs a little from point to point), the estimate's standard error is larger than any
+  //    plausible launch, and launches up to tens of us keep every half_len >= 0.
   for (const auto* sweeps : {&flash_attention_3_sweeps(), &flash_attention_2_sweeps()}) {
     const LaunchFit l = fit_shared_launch(*sweeps);
     REQUIRE(l.profile.size() == 5);
     CHECK(l.profile.front().first == 0);
     CHECK(l.profile.back().first == 20);
-    CHECK(std::abs(l.profile.back().second - l.profile.front().second) < 1e-4);
+    CHECK(std::abs(l.profile.back().second - l.profile.front().second) < 5e-4);
     CHECK(l.standard_error > 100);
     CHECK(l.max_launch_us > 20);
   }
@@ -104,7 +105,7 @@ TEST_CASE("sweeps that hold batch x S fixed leave the launch undetermined; sweep
   varied.tflops.clear();
   for (std::size_t i = 0; i < varied.seqs.size(); ++i) {
     const Op op = square_attention(varied.batch_heads(i), static_cast<std::int64_t>(varied.seqs[i]), 128, false, false);
-    const double occupancy = occupancy_factor(132, 128, 1, op);  // the sweep's H100, as fit.cpp sees it
+    const double occupancy = occupancy_factor(132, 128, 1, false, op);  // the sweep's H100, as fit.cpp sees it
     varied.tflops.push_back(
         op.flops / (25.0 + occupancy * op.flops / KernelCurve{600, 300}.rate(varied.seqs[i]) * 1e6) / 1e6);
   }
@@ -114,43 +115,48 @@ TEST_CASE("sweeps that hold batch x S fixed leave the launch undetermined; sweep
 }
 
 TEST_CASE("the H800 and A100 presets' step cost is what re-running its fit to ring-flash-attention's rows gives") {
+  const Problem p = ring_flash_attention_problem(8);
+  const double elements = static_cast<double>(p.batch * p.seq / p.ranks * p.heads * p.head_dim);
   for (const char* name : {"h800-sxm-8", "a100-sxm-8"}) {
     CAPTURE(name);
     const Machine m = load_machine(name);
-    const StepFit f = fit_step_us(m, ring_runs_on(name));
+    const StepFit f = fit_step_bytes(m, ring_runs_on(name));
     REQUIRE(f.rows.size() == 4);  // zigzag and contiguous, forward and forward + backward
     CHECK(!f.at_bound);
-    CHECK(std::abs(f.step_us - m.step_us) <= 0.05);  // stored to 0.1 us
+    CHECK(std::abs(f.step_bytes - m.step_bytes_per_element) <= 0.005);  // stored to 0.01 byte
+    CHECK(m.step_us == 0);
     CHECK(f.rms < f.rms_at_0);
     for (const auto& r : f.rows) {
       CAPTURE(sharding_name(r.run.sharding));
       CAPTURE(r.run.backward);
       CHECK(relative_error(r.model_per_s, r.run.per_s) <= 0.15);  // issue 18's goal, with the fitted cost
-      CHECK(r.steps == doctest::Approx(r.run.backward ? 16 : 8).epsilon(0.05));  // a step mark per ring step
+      // A step mark per ring step, each moving the bytes per element over the rank's output at the memory's rate.
+      const double per_step = elements / (m.hbm_gbps * 1e3);
+      CHECK(r.us_per_byte == doctest::Approx((r.run.backward ? 16 : 8) * per_step).epsilon(0.05));
     }
   }
 }
 
 TEST_CASE("the step fit recovers the step cost a machine generated its runs with, and stops at 0 below it") {
   Machine m = load_machine("h800-sxm-8");
-  for (const double truth : {40.0, 300.0}) {
+  for (const double truth : {4.0, 30.0}) {
     CAPTURE(truth);
-    m.step_us = truth;
+    m.step_bytes_per_element = truth;
     std::vector<PublishedRingRun> runs = ring_runs_on(m.name);
     for (PublishedRingRun& r : runs) {
       Problem p = ring_flash_attention_problem(8);
       p.sharding = r.sharding;
       r.per_s = 1e6 / predict_cell(p, {StrategyKind::ring, 0}, m, r.backward, 1).time_us(r.backward);
     }
-    const StepFit f = fit_step_us(m, runs);
-    CHECK(f.step_us == doctest::Approx(truth).epsilon(1e-4));
+    const StepFit f = fit_step_bytes(m, runs);
+    CHECK(f.step_bytes == doctest::Approx(truth).epsilon(1e-4));
     CHECK(f.rms < 1e-6);
   }
   // Runs faster than the model with no step cost at all: the least squares wants a negative cost; 0 is kept.
-  m.step_us = 0;
+  m.step_bytes_per_element = 0;
   std::vector<PublishedRingRun> fast = ring_runs_on(m.name);
   for (PublishedRingRun& r : fast) r.per_s *= 2;
-  const StepFit f = fit_step_us(m, fast);
+  const StepFit f = fit_step_bytes(m, fast);
   CHECK(f.at_bound);
-  CHECK(f.step_us == 0);
+  CHECK(f.step_bytes == 0);
 }

@@ -152,16 +152,17 @@ TEST_CASE("machine files of the first format keep loading and keep meaning what 
     CHECK(json.find("\"forward_tflops\": " + std::to_string(t).substr(0, 5)) != std::string::npos);
     const Op causal = square_attention(32, 8192, 128, true, false),
              full = square_attention(32, 8192, 128, false, false);
-    CHECK(causal.flops / (attention_us(m, causal) - m.launch_us) / 1e6 == doctest::Approx(t * 4096 / (4096 + h)));
+    CHECK(causal.flops / (attention_us(m, causal) - m.launch_us) / 1e6 * occupancy_factor(m, causal) ==
+          doctest::Approx(t * 4096 / (4096 + h)));
     CHECK(full.flops / (attention_us(m, full) - m.launch_us) / 1e6 * occupancy_factor(m, full) ==
           doctest::Approx(t * 8192 / (8192 + h)));
     // One rate per link for both kinds of traffic; no contention, no stack costs beyond what is counted.
     CHECK(m.intra.p2p_gbps == m.intra.collective_gbps);
     CHECK(m.inter.p2p_gbps == m.inter.collective_gbps);
     CHECK(m.comm_sms == 0);
-    // A strategy step costs what ring-flash-attention's measured steps cost at the file's memory bandwidth.
-    CHECK(m.step_us == doctest::Approx(kDefaultStepBytes / (m.hbm_gbps * 1e3)));
-    CHECK(m.step_us > 100);
+    // A strategy step costs what ring-flash-attention's measured steps cost per element of the output.
+    CHECK(m.step_us == 0);
+    CHECK(m.step_bytes_per_element == kDefaultStepBytesPerElement);
     CHECK(m.merge_bytes_per_element == 0);
     CHECK(m.grad_add_bytes_per_element == 0);
   }
@@ -259,7 +260,31 @@ TEST_CASE("the FlashAttention-3 paper's peak rates over head dims follow R D / (
   CHECK(relative_error(R * 256 / (256 + d0), r256) <= 0.02);
 }
 
-TEST_CASE("a kernel call's occupancy: idle SMs under few tiles, and the longest causal tile sharing its SM") {
+TEST_CASE("tiles handed out in order to the SMs: one resident runs alone, several share the SM's rate") {
+  // One slot per SM: greedy list scheduling. Three tiles of 3 on two SMs: the third waits for the first.
+  CHECK(makespan({3, 3, 3}, 2, 1) == doctest::Approx(6));
+  // In order, the longest last: it starts when the short ones are done; longest first ends sooner.
+  CHECK(makespan({1, 1, 1, 3}, 2, 1) == doctest::Approx(4));
+  CHECK(makespan({3, 1, 1, 1}, 2, 1) == doctest::Approx(3));
+  // Two slots on one SM: two tiles at half its rate each; when one ends the other runs at the whole rate.
+  CHECK(makespan({1, 1, 1, 1}, 1, 2) == doctest::Approx(4));
+  CHECK(makespan({2, 1}, 1, 2) == doctest::Approx(3));
+  // The emptiest SM takes the next tile: three tiles on two SMs of two slots end at 2 (two share SM 0).
+  CHECK(makespan({1, 1, 1}, 2, 2) == doctest::Approx(2));
+}
+
+TEST_CASE("a head of more tiles than 64 per slot is scheduled in runs of tiles, its tail within 1/64 of a slot") {
+  // One causal head of 2^21 rows: 16384 row tiles of 128 on 132 SMs, one slot each (more than 64 x 132 = 8448).
+  const std::int64_t S = std::int64_t{1} << 21;
+  std::vector<double> tiles;
+  for (std::int64_t i = 0; i < S / 128; ++i) tiles.push_back(128.0 * 128 * static_cast<double>(i) + 128.0 * 129 / 2);
+  const double exact = makespan(tiles, 132, 1) / (static_cast<double>(S) * static_cast<double>(S + 1) / 2 / 132);
+  const double f = occupancy_factor(132, 128, 1, false, square_attention(1, S, 64, true, false));
+  CHECK(f >= exact);
+  CHECK(f - exact <= 1.0 / 64);
+}
+
+TEST_CASE("a kernel call's occupancy: idle SMs, whole waves, and the causal tiles' order") {
   Machine m = load_machine("h100-sxm-8");  // 132 SMs, tiles of 128 rows, one tile resident per SM
   m.max_kv_splits = 1;                     // a kernel that never splits its keys (the next case splits them)
   // 5 heads x 16 row tiles = 80 full tiles: 52 SMs idle.
@@ -267,19 +292,32 @@ TEST_CASE("a kernel call's occupancy: idle SMs under few tiles, and the longest 
   // 160 tiles, one resident per SM: two whole waves, the second of 28 tiles.
   CHECK(occupancy_factor(m, square_attention(10, 2048, 64, false, false)) == doctest::Approx(2 * 132.0 / 160));
   CHECK(occupancy_factor(m, square_attention(33, 2048, 64, false, false)) == 1);  // 528 tiles: four whole waves
-  // Two resident per SM (FlashAttention-2's forward): they share the SM, and only idle SMs are lost.
+  // Two resident per SM (FlashAttention-2's forward): 160 tiles, one on every SM and a second on 28; those 28
+  // take twice as long, sharing their SMs.
   Machine shared = m;
   shared.forward_ctas_per_sm = 2;
-  CHECK(occupancy_factor(shared, square_attention(10, 2048, 64, false, false)) == 1);
-  // Causal, 80 tiles of 16 rows tiles per head: the last row tile does 2 x 16 / 17 of the mean, alone on its SM.
-  CHECK(occupancy_factor(m, square_attention(5, 2048, 64, true, false)) == doctest::Approx(132.0 / 80 * 32 / 17));
-  // Enough causal tiles to fill the SMs many times over: no loss.
-  CHECK(occupancy_factor(m, square_attention(64, 16384, 128, true, false)) == 1);
-  // Two tiles resident per SM: 5 heads x 64 row tiles = 320 causal tiles, the longest (2 x 64 / 65 of the mean)
-  // sharing its SM with another the whole time.
+  CHECK(occupancy_factor(shared, square_attention(10, 2048, 64, false, false)) == doctest::Approx(2 * 132.0 / 160));
+  // Causal, 5 heads of 16 row tiles, each tile on an SM of its own: the call lasts as long as the last row tile,
+  // rows 1920..2047 of the triangle (row x sees x + 1 keys), against the 5 triangles spread over 132 SMs.
+  double last = 0;
+  for (int x = 1920; x < 2048; ++x) last += x + 1;
+  CHECK(occupancy_factor(m, square_attention(5, 2048, 64, true, false)) ==
+        doctest::Approx(last / (5 * 2048.0 * 2049 / 2 / 132)));
+  // Enough causal tiles to fill the SMs many times over, handed out longest first: almost no loss.
+  CHECK(occupancy_factor(m, square_attention(64, 16384, 128, true, false)) < 1.01);
+  // FlashAttention-2's order, each head's shortest tiles first: the last head's longest tiles go out last and run
+  // past the rest. 5 heads x 64 row tiles, two resident per SM: slower than longest first, and than the ideal.
   m.forward_ctas_per_sm = 2;
-  CHECK(occupancy_factor(m, square_attention(5, 8192, 128, true, false)) == doctest::Approx(132.0 / 320 * 128 / 65 * 2));
-  CHECK(occupancy_factor(m, square_attention(5, 8192, 128, true, true)) == 1);  // the backward keeps one per SM
+  m.forward_longest_first = false;
+  const double in_order = occupancy_factor(m, square_attention(5, 8192, 128, true, false));
+  m.forward_longest_first = true;
+  const double longest = occupancy_factor(m, square_attention(5, 8192, 128, true, false));
+  CHECK(in_order > longest);
+  CHECK(longest > 1);
+  // The backward goes key tile by key tile, the longest of each head first (its order does not depend on the flag).
+  const Op backward = square_attention(5, 8192, 128, true, true);
+  CHECK(occupancy_factor(m, backward) == occupancy_factor(shared, backward));
+  CHECK(occupancy_factor(m, backward) > 1);  // 320 tiles on 132 SMs, one resident each: the tail of the last head
 }
 
 TEST_CASE("a forward of few row tiles splits its keys as FlashAttention does, and packs GQA heads") {
@@ -343,7 +381,8 @@ TEST_CASE("a machine file without the fixed costs takes the published defaults")
   const Machine m = parse_machine(json, "no fixed costs");
   CHECK(m.launch_us == kDefaultLaunchUs);
   CHECK(m.collective_base_us == kDefaultCollectiveBaseUs);
-  CHECK(m.step_us == doctest::Approx(default_step_us(m.hbm_gbps)));
+  CHECK(m.step_us == 0);
+  CHECK(m.step_bytes_per_element == kDefaultStepBytesPerElement);
 }
 
 TEST_CASE("ring all-gather on one node reaches the NVLink busbw of nccl-tests for large messages") {
