@@ -110,6 +110,10 @@ Machine with_own_kernels(Machine m) {
   m.pack_gqa = false;
   m.sources["attention.max_kv_splits"] = why;
   m.sources["attention.pack_gqa"] = why;
+  m.forward_longest_first = true;
+  m.sources["attention.forward_longest_first"] =
+      "cpsim's forward kernels start the latest (longest) query tiles first, every head's at once "
+      "(sim/cuda/kernels/attention_mma_fwd.cu)";
   return m;
 }
 

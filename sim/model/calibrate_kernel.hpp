@@ -25,7 +25,8 @@ struct KernelLaunchFit {
 KernelLaunchFit fit_kernel_launch(const Machine& m, const AttentionBench& bench);
 
 // The machine as the bench's kernels run: cpsim's own CUDA kernels (sim/cuda/kernels) neither split a call's keys
-// nor pack GQA heads (cost.hpp), so a machine fitted to them says so (attention.max_kv_splits 1, pack_gqa 0).
+// nor pack GQA heads, and start the longest query tiles first (cost.hpp), so a machine fitted to them says so
+// (attention.max_kv_splits 1, pack_gqa 0, forward_longest_first 1).
 Machine with_own_kernels(Machine m);
 
 }  // namespace cpsim::model

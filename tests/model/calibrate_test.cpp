@@ -220,6 +220,11 @@ TEST_CASE("cpsim calibrate recovers a known machine from its nccl-tests tables a
   CHECK(k.backward_causal.half_len == doctest::Approx(1100).epsilon(0.02));
   // The full curves are scaled with the causal ones (the bench measures causal blocks only).
   CHECK(k.forward_full.tflops == doctest::Approx(preset.forward_full.tflops * 600 / preset.forward_causal.tflops));
+  // The curves are cpsim's own kernels': they neither split nor pack, and start the longest tiles first.
+  CHECK(got.max_kv_splits == 1);
+  CHECK_FALSE(got.pack_gqa);
+  CHECK(got.forward_longest_first);
+  CHECK(got.sources.at("attention.forward_longest_first").find("attention_mma_fwd.cu") != std::string::npos);
   // What was not measured stays the base machine's, and every fitted value names where it came from.
   CHECK(got.hbm_gbps == load_machine("h100-ib").hbm_gbps);
   CHECK(got.sources.at("inter.collective_gbps").find("calibrate_ag2.txt") != std::string::npos);
