@@ -132,6 +132,28 @@ TEST_CASE("ring-flash-attention's 5-head table: every row within 15% but the A10
   }
 }
 
+TEST_CASE("the 5-head table tells a per-step cost per element from a constant: the constant makes its rings slow") {
+  // The 32-head fit's cost as a constant: what the stored bytes per element come to on a 32-head step.
+  const Machine per_element = load_machine("h800-sxm-8");
+  const Problem p32 = ring_flash_attention_problem(8);
+  Machine constant = per_element;
+  constant.step_us = per_element.step_bytes_per_element *
+                     static_cast<double>(p32.batch * p32.seq / p32.ranks * p32.heads * p32.head_dim) /
+                     (per_element.hbm_gbps * 1e3);
+  constant.step_bytes_per_element = 0;
+  CHECK(constant.step_us == doctest::Approx(134.6).epsilon(0.01));
+  for (const Row& r : five_head_rows()) {
+    if (r.machine != "h800-sxm-8" || r.backward || r.run == "one_gpu") continue;
+    CAPTURE(r.run);
+    Problem p = p32;
+    p.heads = p.kv_heads = 5;
+    p.sharding = parse_sharding(r.run);
+    const double slow = 1e6 / predict_cell(p, {StrategyKind::ring, 0}, constant, false, 1).forward_us;
+    CHECK(slow / r.published - 1 < -0.15);                   // a constant: every ring forward over 15% slow
+    CHECK(relative_error(r.model, r.published) <= 0.05);     // per element: within 5%
+  }
+}
+
 namespace {
 
 // ring-flash-attention's varlen table (tests/model/published/ring_flash_attention_varlen.json): each iteration runs
