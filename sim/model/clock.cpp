@@ -326,7 +326,7 @@ class Engine {
           at(rec, s.t);
           rec.step(s.at.step());
         }
-        if (const double d = step_cost_us(r); d > 0) {
+        if (const double d = step_cost_us(m_, p_.ranks[static_cast<std::size_t>(r)].out_elements); d > 0) {
           if (tracing_) rec.work(WorkCounts{}, BlockKind::full, {}, {}, s.t, d, "step");
           st(r).sums.overhead_us += d;
           s.t += d;
@@ -389,13 +389,6 @@ class Engine {
   }
 
   // The op of duration d (alone) that rank r starts now, slowed by its transfers in flight (clock.hpp).
-  // A strategy step's cost on rank r's compute stream: the stack's fixed cost and its per-element passes over the
-  // rank's output at the memory's rate.
-  double step_cost_us(int r) const {
-    const double bytes = m_.step_bytes_per_element * static_cast<double>(p_.ranks[static_cast<std::size_t>(r)].out_elements);
-    return m_.step_us + bytes / (m_.hbm_gbps * 1e3);  // bytes / (GB/s), in us
-  }
-
   double contended(int r, double d, bool attention) {
     if (m_.comm_sms <= 0 || d <= 0) return d;
     State& s = st(r);

@@ -1,12 +1,12 @@
 #include "sim/model/cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <map>
 #include <queue>
 #include <set>
 #include <tuple>
-#include <cmath>
-#include <map>
 
 #include "sim/core/error.hpp"
 #include "sim/model/counting_device.hpp"
@@ -110,10 +110,8 @@ double attention_us(const Machine& m, const Op& op) {
   const double combine_us =
       s > 1 ? memory_us(m, static_cast<std::int64_t>(bh * q * (s + 1) * static_cast<double>(op.head_dim + 1) * 4))
             : 0;
-  const double ctas = bwd ? m.backward_ctas_per_sm : m.forward_ctas_per_sm;
   // The kernel reads K and V at least once: a call of few query rows (decode) runs at the memory's rate.
-  const double compute_us =
-      seconds * 1e6 * occupancy_factor(m.sm_count, m.tile_rows, ctas, !bwd && m.forward_longest_first, op, tl);
+  const double compute_us = seconds * 1e6 * occupancy_factor(m, op, tl);
   const double read_us = transfer_us(static_cast<double>(op.bytes), m.hbm_gbps);
   return m.launch_us + std::max(compute_us, read_us) + combine_us;
 }
@@ -267,8 +265,12 @@ double makespan(const std::vector<double>& works, int sm_count, int ctas_per_sm)
 }
 
 double occupancy_factor(const Machine& m, const Op& op) {
+  return occupancy_factor(m, op, tiling(m, op));
+}
+
+double occupancy_factor(const Machine& m, const Op& op, const Tiling& cut) {
   return occupancy_factor(m.sm_count, m.tile_rows, op.backward ? m.backward_ctas_per_sm : m.forward_ctas_per_sm,
-                          !op.backward && m.forward_longest_first, op, tiling(m, op));
+                          !op.backward && m.forward_longest_first, op, cut);
 }
 
 double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, bool longest_first, const Op& op) {
@@ -318,6 +320,10 @@ double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, bool lo
 
 double memory_us(const Machine& m, std::int64_t bytes) {
   return m.launch_us + transfer_us(static_cast<double>(bytes), m.hbm_gbps);
+}
+
+double step_cost_us(const Machine& m, std::int64_t out_elements) {
+  return m.step_us + transfer_us(m.step_bytes_per_element * static_cast<double>(out_elements), m.hbm_gbps);
 }
 
 double memory_op_us(const Machine& m, const Op& op) {

@@ -61,8 +61,9 @@ struct Tiling {
 };
 Tiling tiling(const Machine& m, const Op& attention);
 Tiling tiling(int sm_count, int tile_rows, int max_splits, bool pack_gqa, const Op& attention);
-// The factor f above of one attention call (>= 1).
+// The factor f above of one attention call (>= 1), with its tiling or a given one.
 double occupancy_factor(const Machine& m, const Op& attention);
+double occupancy_factor(const Machine& m, const Op& attention, const Tiling& t);
 // Without splits or packing (the one-GPU sweeps' calls, which fill the SMs), or with a given tiling.
 double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, bool longest_first, const Op& attention);
 double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, bool longest_first, const Op& attention,
@@ -70,6 +71,9 @@ double occupancy_factor(int sm_count, int tile_rows, double ctas_per_sm, bool lo
 // The time `works` take, handed out in order to sm_count SMs of ctas_per_sm slots, each SM of rate 1.
 double makespan(const std::vector<double>& works, int sm_count, int ctas_per_sm);
 double memory_us(const Machine& m, std::int64_t bytes);
+// A strategy step's cost on a rank whose output has `out_elements` (B x its query rows x Nq x D): the stack's
+// fixed framework.step_us and its framework.step_bytes_per_element over the output at the memory's rate.
+double step_cost_us(const Machine& m, std::int64_t out_elements);
 // The memory op as the machine's software stack runs it (framework.merge_bytes_per_element for a merge).
 double memory_op_us(const Machine& m, const Op& op);
 // A backward block's gradient sums outside the kernel (framework.grad_add_bytes_per_element); 0 when none.

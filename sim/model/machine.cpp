@@ -474,7 +474,8 @@ Machine parse_machine(const std::string& json, const std::string& origin) {
   }
   m.collective_base_us = r.get("collective.base_latency_us", false).value_or(kDefaultCollectiveBaseUs);
   // 3. Contention and the software stack: absent, contention and the merges cost nothing (the first format's
-  //    model); a strategy step costs what ring-flash-attention's measured steps cost at this memory bandwidth.
+  //    model); a strategy step moves what ring-flash-attention's measured steps move per output element (a file
+  //    that gives a fixed step_us and no bytes per element keeps meaning a constant).
   m.comm_sms = r.get("contention.comm_sms", false).value_or(0);
   const std::optional<double> step_us = r.get("framework.step_us", false);
   m.step_us = step_us.value_or(0);

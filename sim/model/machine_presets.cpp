@@ -164,8 +164,8 @@ Entries own_stack() {
           {"framework.grad_add_bytes_per_element", 0, "0: the kernel adds into dq, dk, dv itself"}};
 }
 
-// ring-flash-attention's stack (PyTorch, FlashAttention-2): what its published runs measured. step_us: fitted to the
-// machine's published ring rows (fit_step_us), stored here.
+// ring-flash-attention's stack (PyTorch, FlashAttention-2): what its published runs measured. step_bytes: fitted to
+// the machine's published ring rows (fit_step_bytes), stored here.
 Entries ring_flash_attention_stack(const std::string& machine, double step_bytes) {
   std::string rows;
   for (const PublishedRingRun& r : ring_runs_on(machine)) {
@@ -389,6 +389,7 @@ std::string h100_pcie() {
       {"attention.sm_count", 114, "H100 PCIe: 114 SMs (NVIDIA H100 datasheet)"},
       {"attention.tile_rows", 128, "FlashAttention-3 query tile of 128 rows at d=128"},
       {"attention.pack_gqa", 1, kFa3PackGqa},
+      {"attention.forward_longest_first", 1, kFa3LongestFirst},
       {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 1800, "H100 PCIe HBM2e 2.0 TB/s (NVIDIA H100 datasheet) x 0.9 achievable (assumption)"},
   };
@@ -429,6 +430,7 @@ std::string h100_cluster() {
       {"attention.sm_count", 132, "H100 SXM5: 132 SMs (NVIDIA H100 datasheet)"},
       {"attention.tile_rows", 128, "FlashAttention-3 query tile of 128 rows at d=128"},
       {"attention.pack_gqa", 1, kFa3PackGqa},
+      {"attention.forward_longest_first", 1, kFa3LongestFirst},
       {"attention.launch_us", kLaunchUs, kLaunchSource},
       {"memory.hbm_gbps", 3000, "H100 SXM5 HBM3 3.35 TB/s (NVIDIA H100 datasheet) x 0.9 achievable (assumption)"},
   };

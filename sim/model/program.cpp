@@ -61,7 +61,8 @@ bool same_spans(const std::vector<Span>& a, const std::vector<Span>& b) {
 bool same_but_step(const Op& a, const Op& b) {
   return a.kind == b.kind && a.backward == b.backward && a.block == b.block && a.flops == b.flops &&
          a.pairs == b.pairs && a.q_rows == b.q_rows && a.k_rows == b.k_rows && a.batch_heads == b.batch_heads &&
-         a.kv_group == b.kv_group && a.head_dim == b.head_dim && a.name == b.name && a.bytes == b.bytes && a.elements == b.elements &&
+         a.kv_group == b.kv_group && a.head_dim == b.head_dim && a.name == b.name && a.bytes == b.bytes &&
+         a.elements == b.elements &&
          a.peer == b.peer && a.tag == b.tag && a.request == b.request && a.collective == b.collective &&
          a.context == b.context && same_spans(a.q_spans, b.q_spans) && same_spans(a.k_spans, b.k_spans);
 }

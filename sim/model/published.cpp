@@ -116,6 +116,11 @@ Problem ring_flash_attention_problem(int ranks) {
   return p;
 }
 
+std::int64_t ring_flash_attention_out_elements() {
+  const Problem p = ring_flash_attention_problem(1);
+  return p.batch * p.seq * p.heads * p.head_dim;
+}
+
 const std::vector<PublishedPoint>& published_points() {
   static const std::vector<PublishedPoint> points = [] {
     std::vector<PublishedPoint> v;

@@ -56,6 +56,8 @@ const PublishedOneGpu& ring_flash_attention_one_gpu(const std::string& machine);
 // Its benchmark's shape (benchmark/benchmark_kvpacked_func.py): bf16, batch 1, 32 query heads, 8 KV heads, D = 128,
 // causal, 8K tokens per rank on `ranks` ranks.
 Problem ring_flash_attention_problem(int ranks);
+// The elements of one rank's output in it (B x 8K x Nq x D): what a step's per-element cost moves (clock.hpp).
+std::int64_t ring_flash_attention_out_elements();
 
 // The published points the model is checked against (the rows above), for saying how far a prediction's shape
 // is from the nearest one and how far off the model is there.

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "relative_error.hpp"
+#include "sim/model/cost.hpp"
 #include "sim/model/predict.hpp"
 #include "sim/model/published.hpp"
 
@@ -135,17 +136,14 @@ TEST_CASE("ring-flash-attention's 5-head table: every row within 15% but the A10
 TEST_CASE("the 5-head table tells a per-step cost per element from a constant: the constant makes its rings slow") {
   // The 32-head fit's cost as a constant: what the stored bytes per element come to on a 32-head step.
   const Machine per_element = load_machine("h800-sxm-8");
-  const Problem p32 = ring_flash_attention_problem(8);
   Machine constant = per_element;
-  constant.step_us = per_element.step_bytes_per_element *
-                     static_cast<double>(p32.batch * p32.seq / p32.ranks * p32.heads * p32.head_dim) /
-                     (per_element.hbm_gbps * 1e3);
+  constant.step_us = step_cost_us(per_element, ring_flash_attention_out_elements());
   constant.step_bytes_per_element = 0;
   CHECK(constant.step_us == doctest::Approx(134.6).epsilon(0.01));
   for (const Row& r : five_head_rows()) {
     if (r.machine != "h800-sxm-8" || r.backward || r.run == "one_gpu") continue;
     CAPTURE(r.run);
-    Problem p = p32;
+    Problem p = ring_flash_attention_problem(8);
     p.heads = p.kv_heads = 5;
     p.sharding = parse_sharding(r.run);
     const double slow = 1e6 / predict_cell(p, {StrategyKind::ring, 0}, constant, false, 1).forward_us;
