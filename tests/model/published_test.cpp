@@ -246,3 +246,98 @@ TEST_CASE("FlashAttention-2's own A100 and H100 forward+backward figures: every 
   }
   CHECK(checked == 46);
 }
+
+TEST_CASE("USP's A100 table: within 2x from 16K tokens per GPU; below, the model is at least 1.9x fast") {
+  // feifeibear/long-context-attention's forward table (tests/model/published/usp_a100.json): ulysses degree U,
+  // ring degree 8/U, every ring implementation and both packings. From 16K tokens per GPU the model is within 2x
+  // (docs/predictions.md, section 2). At 64 to 4K tokens per GPU the published times are not the kernels' work
+  // (Ulysses' 32 heads of 32 imply 8 TFLOP/s at 1K tokens per GPU, 48 at 4K, 140 at 16K), so the model, which
+  // counts the kernels, comes out fast by 1.9x and more there: held, so that a model which learns those costs says so.
+  const auto j = published_table("usp_a100.json");
+  const Machine m = load_machine("a100-sxm-8");
+  const std::pair<const char*, Sharding> impls[] = {
+      {"basic", Sharding::contiguous}, {"zigzag", Sharding::zigzag}, {"strip", Sharding::striped}};
+  int long_rows = 0, short_rows = 0;
+  for (const auto& r : j["forward_rows"]) {
+    Problem p = ring_flash_attention_problem(8);
+    p.batch = r["batch"];
+    p.seq = r["seq"];
+    p.heads = r["heads"];
+    p.kv_heads = r["kv_heads"];
+    p.head_dim = r["head_dim"];
+    const int u = r["ulysses"];
+    const StrategyChoice c = u == 8   ? StrategyChoice{StrategyKind::ulysses, 0}
+                             : u == 1 ? StrategyChoice{StrategyKind::ring, 0}
+                                      : StrategyChoice{StrategyKind::hybrid, u};
+    for (const auto& [impl, sharding] : impls) {
+      p.sharding = sharding;
+      const double model = 1e6 / predict_cell(p, c, m, false, 1).time_us(false);
+      for (const char* packing : {"qkvpack", "no_packed"}) {
+        if (r[impl][packing].is_null()) continue;
+        const double published = r[impl][packing];
+        CAPTURE(r.dump());
+        CAPTURE(impl);
+        CAPTURE(packing);
+        if (p.seq / p.ranks >= 16384) {
+          CHECK(model / published < 2);
+          CHECK(published / model < 2);
+          ++long_rows;
+        } else {
+          CHECK(model / published >= 1.9);
+          ++short_rows;
+        }
+      }
+    }
+  }
+  // 17 MHA rows with both packings (but one run out of memory), 4 GQA rows with one
+  CHECK(long_rows == 3 * 2 * 17 - 1 + 3 * 4);
+  CHECK(short_rows == 3 * 2 * 9);
+}
+
+TEST_CASE("USP's case study: the model 1.1-2.9x fast, where USP measured ring-flash-attention 2x below its own table") {
+  // The case study's forward+backward at 8K tokens per GPU (8 heads of 128, batch 2) and its figure of
+  // ring-flash-attention's functions on the same shape: the model comes out fast, up to 2.8x. The same zigzag ring
+  // forward, per unit of work (batch x heads of 8K rows per GPU), ran 2.16x slower in USP's figure than in
+  // ring-flash-attention's own 5-head table, which the model meets within 15% (the tests above): the two
+  // publications disagree by more than the model misses either (docs/predictions.md, section 2).
+  const auto j = published_table("usp_a100.json")["case_study"];
+  const Machine m = load_machine("a100-sxm-8");
+  Problem p = ring_flash_attention_problem(8);
+  p.batch = 2;
+  p.heads = p.kv_heads = 8;
+  const std::pair<const char*, Sharding> impls[] = {
+      {"basic", Sharding::contiguous}, {"zigzag", Sharding::zigzag}, {"strip", Sharding::striped}};
+  for (const auto& r : j["longctx_forward_backward"]) {
+    const int u = r["ulysses"];
+    const StrategyChoice c = u == 8   ? StrategyChoice{StrategyKind::ulysses, 0}
+                             : u == 1 ? StrategyChoice{StrategyKind::ring, 0}
+                                      : StrategyChoice{StrategyKind::hybrid, u};
+    for (const auto& [impl, sharding] : impls) {
+      p.sharding = sharding;
+      const double ratio = 1e6 / predict_cell(p, c, m, true, 1).time_us(true) / r[impl].get<double>();
+      CAPTURE(u);
+      CAPTURE(impl);
+      CHECK(ratio >= 1.1);
+      CHECK(ratio <= 2.9);
+    }
+  }
+  const std::pair<const char*, Sharding> rings[] = {
+      {"ring", Sharding::contiguous}, {"zigzag_ring", Sharding::zigzag}, {"stripe_ring", Sharding::striped}};
+  for (const auto& [name, sharding] : rings) {
+    p.sharding = sharding;
+    const Cell cell = predict_cell(p, {StrategyKind::ring, 0}, m, true, 1);
+    CAPTURE(name);
+    for (const bool backward : {false, true}) {
+      const double ratio = 1e6 / cell.time_us(backward) /
+                           j["ring_flash_attention"][name][backward ? "forward_backward" : "forward"].get<double>();
+      CHECK(ratio >= 1.1);
+      CHECK(ratio <= 2.9);
+    }
+  }
+  const auto five = published_table("ring_flash_attention_5_heads.json");
+  double own = 0;
+  for (const auto& r : five["rows"])
+    if (r["machine"] == "a100-sxm-8" && r["run"] == "zigzag" && !r["backward"].get<bool>()) own = r["per_s"];
+  const double usp = j["ring_flash_attention"]["zigzag_ring"]["forward"];
+  CHECK(own * 5 / (usp * 16) == doctest::Approx(2.16).epsilon(0.01));
+}
