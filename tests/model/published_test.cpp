@@ -1,11 +1,12 @@
 // The published points every prediction is measured against (published.hpp): each within 15% of the model, the
-// nearest one found by shape, and its error the model's own, computed afresh.
+// nearest one found by shape, and its error the model's own, computed afresh; and the published tables held as data
+// (tests/model/published/*.json), each row against the model.
 #include <doctest/doctest.h>
 
 #include <fstream>
 #include <map>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "relative_error.hpp"
 #include "sim/model/cost.hpp"
@@ -249,6 +250,32 @@ TEST_CASE("FlashAttention-2's own A100 and H100 forward+backward figures: every 
   CHECK(checked == 46);
 }
 
+namespace {
+
+// USP's runs (tests/model/published/usp_a100.json): ring-flash-attention's ring implementations under the names
+// USP gives them, and the strategy of Ulysses degree U over 8 GPUs (ring degree 8/U).
+const std::pair<const char*, Sharding> kUspRings[] = {
+    {"basic", Sharding::contiguous}, {"zigzag", Sharding::zigzag}, {"strip", Sharding::striped}};
+
+StrategyChoice usp_strategy(int ulysses) {
+  if (ulysses == 8) return {StrategyKind::ulysses, 0};
+  if (ulysses == 1) return {StrategyKind::ring, 0};
+  return {StrategyKind::hybrid, ulysses};
+}
+
+// A row of USP's forward table as a problem: bf16, causal, 8 ranks.
+Problem usp_problem(const nlohmann::json& row) {
+  Problem p = ring_flash_attention_problem(8);
+  p.batch = row["batch"];
+  p.seq = row["seq"];
+  p.heads = row["heads"];
+  p.kv_heads = row["kv_heads"];
+  p.head_dim = row["head_dim"];
+  return p;
+}
+
+}  // namespace
+
 TEST_CASE("USP's A100 table: within 2x from 16K tokens per GPU; below, the model is at least 1.9x fast") {
   // feifeibear/long-context-attention's forward table (tests/model/published/usp_a100.json): ulysses degree U,
   // ring degree 8/U, every ring implementation and both packings. From 16K tokens per GPU the model is within 2x
@@ -257,21 +284,11 @@ TEST_CASE("USP's A100 table: within 2x from 16K tokens per GPU; below, the model
   // counts the kernels, comes out fast by 1.9x and more there: held, so that a model which learns those costs says so.
   const auto j = published_table("usp_a100.json");
   const Machine m = load_machine("a100-sxm-8");
-  const std::pair<const char*, Sharding> impls[] = {
-      {"basic", Sharding::contiguous}, {"zigzag", Sharding::zigzag}, {"strip", Sharding::striped}};
   int long_rows = 0, short_rows = 0;
   for (const auto& r : j["forward_rows"]) {
-    Problem p = ring_flash_attention_problem(8);
-    p.batch = r["batch"];
-    p.seq = r["seq"];
-    p.heads = r["heads"];
-    p.kv_heads = r["kv_heads"];
-    p.head_dim = r["head_dim"];
-    const int u = r["ulysses"];
-    const StrategyChoice c = u == 8   ? StrategyChoice{StrategyKind::ulysses, 0}
-                             : u == 1 ? StrategyChoice{StrategyKind::ring, 0}
-                                      : StrategyChoice{StrategyKind::hybrid, u};
-    for (const auto& [impl, sharding] : impls) {
+    Problem p = usp_problem(r);
+    const StrategyChoice c = usp_strategy(r["ulysses"]);
+    for (const auto& [impl, sharding] : kUspRings) {
       p.sharding = sharding;
       const double model = 1e6 / predict_cell(p, c, m, false, 1).time_us(false);
       for (const char* packing : {"qkvpack", "no_packed"}) {
@@ -305,21 +322,11 @@ TEST_CASE("USP's A100 table: from 16K tokens per GPU the published fastest is on
     double published, model;
   };
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<Candidate>> shapes;
-  const std::pair<const char*, Sharding> impls[] = {
-      {"basic", Sharding::contiguous}, {"zigzag", Sharding::zigzag}, {"strip", Sharding::striped}};
   for (const auto& r : j["forward_rows"]) {
-    Problem p = ring_flash_attention_problem(8);
-    p.batch = r["batch"];
-    p.seq = r["seq"];
-    p.heads = r["heads"];
-    p.kv_heads = r["kv_heads"];
-    p.head_dim = r["head_dim"];
+    Problem p = usp_problem(r);
     if (p.seq / p.ranks < 16384) continue;
-    const int u = r["ulysses"];
-    const StrategyChoice c = u == 8   ? StrategyChoice{StrategyKind::ulysses, 0}
-                             : u == 1 ? StrategyChoice{StrategyKind::ring, 0}
-                                      : StrategyChoice{StrategyKind::hybrid, u};
-    for (const auto& [impl, sharding] : impls) {
+    const StrategyChoice c = usp_strategy(r["ulysses"]);
+    for (const auto& [impl, sharding] : kUspRings) {
       const auto& cell = r[impl]["qkvpack"].is_null() ? r[impl]["no_packed"] : r[impl]["qkvpack"];
       if (cell.is_null()) continue;
       p.sharding = sharding;
@@ -355,14 +362,10 @@ TEST_CASE("USP's case study: the model 1.1-2.9x fast, where USP measured ring-fl
   Problem p = ring_flash_attention_problem(8);
   p.batch = 2;
   p.heads = p.kv_heads = 8;
-  const std::pair<const char*, Sharding> impls[] = {
-      {"basic", Sharding::contiguous}, {"zigzag", Sharding::zigzag}, {"strip", Sharding::striped}};
   for (const auto& r : j["longctx_forward_backward"]) {
     const int u = r["ulysses"];
-    const StrategyChoice c = u == 8   ? StrategyChoice{StrategyKind::ulysses, 0}
-                             : u == 1 ? StrategyChoice{StrategyKind::ring, 0}
-                                      : StrategyChoice{StrategyKind::hybrid, u};
-    for (const auto& [impl, sharding] : impls) {
+    const StrategyChoice c = usp_strategy(u);
+    for (const auto& [impl, sharding] : kUspRings) {
       p.sharding = sharding;
       const double ratio = 1e6 / predict_cell(p, c, m, true, 1).time_us(true) / r[impl].get<double>();
       CAPTURE(u);
