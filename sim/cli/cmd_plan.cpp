@@ -86,7 +86,8 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
     Problem run = p;
     run.sharding = best.candidate.sharding;
     run.kv_replicate = best.candidate.kv_replicate;
-    const model::Nearest near = model::nearest_published(run, m.name, spec.backward);
+    const model::Nearest near = model::nearest_published(run, m.name, spec.backward, best.candidate.strategy.kind,
+                                                         best.candidate.strategy.a2a);
     if (plan.fits.size() > 1) {
       const model::PlanEntry& next = plan.fits[1];
       const model::Verdict v = model::verdict(best, next);
@@ -199,7 +200,9 @@ void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_
     Problem run = p;
     run.sharding = plan.fits.front().candidate.sharding;
     run.kv_replicate = plan.fits.front().candidate.kv_replicate;
-    const model::Nearest near = model::nearest_published(run, spec.machine.name, spec.backward);
+    const model::StrategyChoice& chosen = plan.fits.front().candidate.strategy;
+    const model::Nearest near =
+        model::nearest_published(run, spec.machine.name, spec.backward, chosen.kind, chosen.a2a);
     j["nearest_published"] = {{"point", near.point->label}, {"machine", near.point->machine},
                               {"how_far", near.how_far}, {"error", near.error}};
     if (plan.fits.size() > 1) {

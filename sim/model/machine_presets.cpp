@@ -284,7 +284,7 @@ std::string h800() {
 // FlashAttention-2 on an A100: the H100 bars' shape over S, scaled so that the d=128 causal curves give
 // ring-flash-attention's one-GPU A100 run (8K tokens, 32 heads of 128, causal, launch included): the forward from
 // its forward it/s, the backward from forward+backward minus forward. FlashAttention's own A100 forward+backward
-// figure checks the shape (tests/model/published/flash_attention_2_fwd_bwd.json).
+// figure checks the shape (data/published/flash_attention_2_fwd_bwd.json).
 constexpr int kA100Sms = 108;
 
 Entries a100_kernels() {

@@ -191,3 +191,15 @@ TEST_CASE("plan prints what to pass each framework for its choice, or why the fr
   CHECK(r.out.find("--context-parallel-size 8") != std::string::npos);
   CHECK(r.out.find("Nearest published point") != std::string::npos);
 }
+
+TEST_CASE("plan on one of USP's small shapes names that run and says its gap is within the model's error there") {
+  // docs/predictions.md, section 8, quotes these lines.
+  const auto r = run_cli(
+      "plan --machine a100-sxm-8 --ranks 8 --batch 2 --heads 32 --head-dim 32 --seq 32K --forward-only", "plan_usp");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("The gap is within the model's error at the nearest published point (136.2%): measure both before "
+                   "choosing.") != std::string::npos);
+  CHECK(r.out.find("Nearest published point the model is checked against: USP's A100 table, Ulysses 4 x ring 2 "
+                   "(zigzag), forward on a100-sxm-8; this shape: the same shape and machine; the model is off by "
+                   "+136.2% there.") != std::string::npos);
+}

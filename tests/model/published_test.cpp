@@ -1,9 +1,8 @@
 // The published points every prediction is measured against (published.hpp): each within 15% of the model, the
 // nearest one found by shape, and its error the model's own, computed afresh; and the published tables held as data
-// (tests/model/published/*.json), each row against the model.
+// (data/published/*.json), each row against the model.
 #include <doctest/doctest.h>
 
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
@@ -16,13 +15,24 @@
 using namespace cpsim;
 using namespace cpsim::model;
 
-TEST_CASE("every published point docs/predictions.md cites is predicted within 15%") {
-  REQUIRE(published_points().size() == 12 + 8 * 6);  // ring-flash-attention's rows, the FlashAttention-3 sweeps
+TEST_CASE("every published point is predicted within the bound it is held to; 15% but where docs say why") {
+  // ring-flash-attention's Llama3-8B rows, the FlashAttention-3 sweeps, the 5-head table's CP rows, USP's table
+  REQUIRE(published_points().size() == 12 + 8 * 6 + 12 + 90);
+  int at_15 = 0, wider = 0, unheld = 0;
   for (const PublishedPoint& pt : published_points()) {
     CAPTURE(pt.label);
     CAPTURE(pt.machine);
-    CHECK(std::abs(published_error(pt)) <= 0.15);
+    if (!pt.bound) {  // USP's runs below 16K tokens per GPU: the model fast, 1.9x and more
+      CHECK(published_error(pt) >= 0.9);
+      ++unheld;
+      continue;
+    }
+    CHECK(std::abs(published_error(pt)) <= *pt.bound);
+    ++(*pt.bound <= 0.15 ? at_15 : wider);
   }
+  CHECK(at_15 == 12 + 8 * 6 + 10);
+  CHECK(wider == 2 + 63);  // the A100's two 5-head rows at 17%; USP's from 16K tokens per GPU at 2x
+  CHECK(unheld == 27);
 }
 
 TEST_CASE("a published shape's nearest point is itself, with the error measured there") {
@@ -48,21 +58,38 @@ TEST_CASE("a shape away from every published point says how far, in tokens per r
   CHECK(other.distance >= n.distance);  // another machine, or a one-GPU rate, is no nearer
 }
 
+TEST_CASE("a small A100 shape is told USP's error there, at the point that runs the strategy asked about") {
+  // USP's 8K row (1K tokens per GPU), 32 heads of 32, batch 2: the model is several times fast there, and the
+  // nearest point says so; asked about the 4 x 2 hybrid, the point is that hybrid's run.
+  Problem p = ring_flash_attention_problem(8);
+  p.seq = 8192;
+  p.batch = 2;
+  p.heads = p.kv_heads = 32;
+  p.head_dim = 32;
+  const Nearest hybrid = nearest_published(p, "a100-sxm-8", false, StrategyKind::hybrid, 4);
+  REQUIRE(hybrid.point != nullptr);
+  CHECK(hybrid.point->label == "USP's A100 table, Ulysses 4 x ring 2 (zigzag), forward");
+  CHECK(hybrid.distance == 0);
+  CHECK(hybrid.how_far == "the same shape and machine");
+  CHECK(hybrid.error > 1.0);  // the model over 2x fast
+  p.sharding = Sharding::contiguous;
+  const Nearest ring = nearest_published(p, "a100-sxm-8", false, StrategyKind::ring);
+  CHECK(ring.point->label == "USP's A100 table, ring 8 (basic), forward");
+  p.batch = 1;  // a batch of one is farther from the batch-2 runs, and says so
+  const Nearest one = nearest_published(p, "a100-sxm-8", false, StrategyKind::ring);
+  CHECK(one.distance == doctest::Approx(1));
+  CHECK(one.how_far == "batch 1 against 2 (2x fewer)");
+}
+
 namespace {
 
-// A published CP table held as data (tests/model/published/*.json): its rows' model rates, computed afresh.
+// A published CP table held as data (data/published/*.json, published_table): its rows' model rates, computed
+// afresh.
 struct Row {
   std::string machine, run;
   bool backward = false;
   double published = 0, model = 0;
 };
-
-// A table's data file, tests/model/published/NAME.
-nlohmann::json published_table(const std::string& name) {
-  std::ifstream in(std::string(CPSIM_SOURCE_DIR) + "/tests/model/published/" + name);
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
 
 // Every row within 2x of its published rate, and within `bound` (a relative error) when one is given.
 void check_rows(const std::vector<Row>& rows, double bound = 0) {
@@ -157,7 +184,7 @@ TEST_CASE("the 5-head table tells a per-step cost per element from a constant: t
 
 namespace {
 
-// ring-flash-attention's varlen table (tests/model/published/ring_flash_attention_varlen.json): each iteration runs
+// ring-flash-attention's varlen table (data/published/ring_flash_attention_varlen.json): each iteration runs
 // one of four document layouts in turn, so a run's rate is 4 / (sum of the four layouts' times). ring_attn cuts every
 // document into 8 contiguous pieces (doc-contiguous), zigzag_ring_attn into 16 chunks (zigzag per document).
 std::vector<Row> varlen_rows() {
@@ -252,7 +279,7 @@ TEST_CASE("FlashAttention-2's own A100 and H100 forward+backward figures: every 
 
 namespace {
 
-// USP's runs (tests/model/published/usp_a100.json): ring-flash-attention's ring implementations under the names
+// USP's runs (data/published/usp_a100.json): ring-flash-attention's ring implementations under the names
 // USP gives them, and the strategy of Ulysses degree U over 8 GPUs (ring degree 8/U).
 const std::pair<const char*, Sharding> kUspRings[] = {
     {"basic", Sharding::contiguous}, {"zigzag", Sharding::zigzag}, {"strip", Sharding::striped}};
@@ -277,7 +304,7 @@ Problem usp_problem(const nlohmann::json& row) {
 }  // namespace
 
 TEST_CASE("USP's A100 table: within 2x from 16K tokens per GPU; below, the model is at least 1.9x fast") {
-  // feifeibear/long-context-attention's forward table (tests/model/published/usp_a100.json): ulysses degree U,
+  // feifeibear/long-context-attention's forward table (data/published/usp_a100.json): ulysses degree U,
   // ring degree 8/U, every ring implementation and both packings. From 16K tokens per GPU the model is within 2x
   // (docs/predictions.md, section 2). At 64 to 4K tokens per GPU the published times are not the kernels' work
   // (Ulysses' 32 heads of 32 imply 8 TFLOP/s at 1K tokens per GPU, 48 at 4K, 140 at 16K), so the model, which
