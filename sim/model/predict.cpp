@@ -97,7 +97,8 @@ void check_model_shape(const Problem& p) {
     require(ok,
             std::string(t.name) + " would hold " + t.formula + " = " + approx(t.approx) +
                 ", more than the model counts exactly (2^62)",
-            "use a smaller batch, fewer heads, a smaller head dim or a shorter sequence (e.g. --batch 1 --heads 64 --head-dim 128 --seq 1M)");
+            "use a smaller batch, fewer heads, a smaller head dim or a shorter sequence (e.g. --batch 1 --heads 64 "
+            "--head-dim 128 --seq 1M)");
   }
 }
 
