@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "sim/core/error.hpp"
 #include "sim/layout/layout.hpp"
@@ -136,6 +137,25 @@ const nlohmann::json& published_table(const std::string& name) {
   return tables.emplace(name, std::move(j)).first->second;
 }
 
+Problem usp_problem(const nlohmann::json& row) {
+  Problem p = ring_flash_attention_problem(8);
+  p.batch = row["batch"];
+  p.seq = row["seq"];
+  p.heads = row["heads"];
+  p.kv_heads = row["kv_heads"];
+  p.head_dim = row["head_dim"];
+  return p;
+}
+
+const UspRing kUspRings[3] = {
+    {"basic", Sharding::contiguous}, {"zigzag", Sharding::zigzag}, {"strip", Sharding::striped}};
+
+std::pair<StrategyKind, int> usp_strategy(int ulysses) {
+  if (ulysses == 8) return {StrategyKind::ulysses, 0};
+  if (ulysses == 1) return {StrategyKind::ring, 0};
+  return {StrategyKind::hybrid, ulysses};
+}
+
 namespace {
 
 // ring-flash-attention's 5-head table (data/published/ring_flash_attention_5_heads.json): its CP rows. The A100's
@@ -169,25 +189,17 @@ std::string usp_run(int u) {
 // packed run where there is one. Held within 2x from 16K tokens per GPU; below, the published times are not the
 // kernels' work and the model misses them (docs/predictions.md, section 2).
 void add_usp_points(std::vector<PublishedPoint>& v) {
-  const std::pair<const char*, Sharding> rings[] = {
-      {"basic", Sharding::contiguous}, {"zigzag", Sharding::zigzag}, {"strip", Sharding::striped}};
   for (const auto& r : published_table("usp_a100.json")["forward_rows"]) {
-    Problem p = ring_flash_attention_problem(8);
-    p.batch = r["batch"];
-    p.seq = r["seq"];
-    p.heads = r["heads"];
-    p.kv_heads = r["kv_heads"];
-    p.head_dim = r["head_dim"];
+    const Problem p = usp_problem(r);
     const int u = r["ulysses"];
-    for (const auto& [impl, sharding] : rings) {
+    for (const auto& [impl, sharding] : kUspRings) {
       const auto& cell = r[impl]["qkvpack"].is_null() ? r[impl]["no_packed"] : r[impl]["qkvpack"];
       if (cell.is_null()) continue;
       PublishedPoint pt;
       pt.machine = "a100-sxm-8";
       pt.problem = p;
       pt.problem.sharding = sharding;
-      pt.strategy = u == 8 ? StrategyKind::ulysses : u == 1 ? StrategyKind::ring : StrategyKind::hybrid;
-      pt.a2a = u == 8 || u == 1 ? 0 : u;
+      std::tie(pt.strategy, pt.a2a) = usp_strategy(u);
       pt.label = "USP's A100 table, " + usp_run(u) + " (" + impl + "), forward";
       pt.published = cell;
       pt.bound = p.seq / p.ranks >= 16384 ? std::optional<double>(1.0) : std::nullopt;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/strategies/strategy.hpp"
@@ -65,6 +66,17 @@ std::int64_t ring_flash_attention_out_elements();
 // A published table held as data: data/published/NAME (its source, shape and rows; docs/predictions.md prints
 // it), parsed once. Throws Error when the file is missing or is not JSON.
 const nlohmann::json& published_table(const std::string& name);
+
+// USP's A100 forward table (data/published/usp_a100.json): a row's problem (bf16, causal, 8 ranks); the ring
+// implementations under USP's names, each with cpsim's sharding; the run of Ulysses degree u (ring degree 8 / u):
+// ulysses (u = 8), the ring (u = 1), else the hybrid of all-to-all group u, as {strategy, all-to-all group}.
+Problem usp_problem(const nlohmann::json& row);
+struct UspRing {
+  const char* name;  // "basic", "zigzag", "strip"
+  Sharding sharding;
+};
+extern const UspRing kUspRings[3];
+std::pair<StrategyKind, int> usp_strategy(int ulysses);
 
 // The published points the model is checked against (the rows above; ring-flash-attention's 5-head table and
 // USP's A100 forward table from data/published/), for saying how far a prediction's shape is from the nearest one

@@ -279,26 +279,10 @@ TEST_CASE("FlashAttention-2's own A100 and H100 forward+backward figures: every 
 
 namespace {
 
-// USP's runs (data/published/usp_a100.json): ring-flash-attention's ring implementations under the names
-// USP gives them, and the strategy of Ulysses degree U over 8 GPUs (ring degree 8/U).
-const std::pair<const char*, Sharding> kUspRings[] = {
-    {"basic", Sharding::contiguous}, {"zigzag", Sharding::zigzag}, {"strip", Sharding::striped}};
-
-StrategyChoice usp_strategy(int ulysses) {
-  if (ulysses == 8) return {StrategyKind::ulysses, 0};
-  if (ulysses == 1) return {StrategyKind::ring, 0};
-  return {StrategyKind::hybrid, ulysses};
-}
-
-// A row of USP's forward table as a problem: bf16, causal, 8 ranks.
-Problem usp_problem(const nlohmann::json& row) {
-  Problem p = ring_flash_attention_problem(8);
-  p.batch = row["batch"];
-  p.seq = row["seq"];
-  p.heads = row["heads"];
-  p.kv_heads = row["kv_heads"];
-  p.head_dim = row["head_dim"];
-  return p;
+// The strategy of USP's Ulysses degree u (published.hpp).
+StrategyChoice usp_choice(int u) {
+  const auto [kind, a2a] = usp_strategy(u);
+  return {kind, a2a};
 }
 
 }  // namespace
@@ -314,7 +298,7 @@ TEST_CASE("USP's A100 table: within 2x from 16K tokens per GPU; below, the model
   int long_rows = 0, short_rows = 0;
   for (const auto& r : j["forward_rows"]) {
     Problem p = usp_problem(r);
-    const StrategyChoice c = usp_strategy(r["ulysses"]);
+    const StrategyChoice c = usp_choice(r["ulysses"]);
     for (const auto& [impl, sharding] : kUspRings) {
       p.sharding = sharding;
       const double model = 1e6 / predict_cell(p, c, m, false, 1).time_us(false);
@@ -352,7 +336,7 @@ TEST_CASE("USP's A100 table: from 16K tokens per GPU the published fastest is on
   for (const auto& r : j["forward_rows"]) {
     Problem p = usp_problem(r);
     if (p.seq / p.ranks < 16384) continue;
-    const StrategyChoice c = usp_strategy(r["ulysses"]);
+    const StrategyChoice c = usp_choice(r["ulysses"]);
     for (const auto& [impl, sharding] : kUspRings) {
       const auto& cell = r[impl]["qkvpack"].is_null() ? r[impl]["no_packed"] : r[impl]["qkvpack"];
       if (cell.is_null()) continue;
@@ -391,7 +375,7 @@ TEST_CASE("USP's case study: the model 1.1-2.9x fast, where USP measured ring-fl
   p.heads = p.kv_heads = 8;
   for (const auto& r : j["longctx_forward_backward"]) {
     const int u = r["ulysses"];
-    const StrategyChoice c = usp_strategy(u);
+    const StrategyChoice c = usp_choice(u);
     for (const auto& [impl, sharding] : kUspRings) {
       p.sharding = sharding;
       const double ratio = 1e6 / predict_cell(p, c, m, true, 1).time_us(true) / r[impl].get<double>();
