@@ -13,10 +13,15 @@ std::vector<Span> visible_key_spans(const SeqLayout& layout, int rank, const Mas
     }
     out.push_back({lo, hi + 1});
   };
-  // 1. One interval per run of consecutive queries; one per query in a strided run.
+  // 1. One interval per run of consecutive queries; one per query in a strided run, unless the queries' intervals
+  //    are known to overlap: without documents, when the stride is at most the window (or there is none), each
+  //    query's [lo, hi] reaches the next one's lo, so the run's union is [lo(first), hi(last)] (lo and hi never
+  //    decrease).
+  const bool no_gaps = !mask.has_documents();
   for_each_progression(layout.positions(rank), [&](std::int64_t, std::int64_t first, std::int64_t count,
                                                    std::int64_t step) {
-    if (step == 1) return add(mask.lo(first), mask.hi(first + count - 1));
+    if (step == 1 || (no_gaps && (mask.window() == 0 || step <= mask.window())))
+      return add(mask.lo(first), mask.hi(first + (count - 1) * step));
     for (std::int64_t i = 0; i < count; ++i) add(mask.lo(first + i * step), mask.hi(first + i * step));
   });
   // 2. Clamp to the sequence (hi may be "unlimited").

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <mutex>
+#include <vector>
 
 #include "sim/core/error.hpp"
 
@@ -16,12 +18,83 @@ std::int64_t bytes_of(const View& v) {
   return v.numel() * static_cast<std::int64_t>(dtype_size(v.buf.dtype()));
 }
 
+// The tiles of one call counted tile by tile (tile_counts' steps 1 and 2).
+TileCounts counted_tiles(const Positions& q_pos, const Positions& k_pos, const Mask& mask, std::int64_t t);
+
+// The last calls counted tile by tile, kept for the ranks that make the same call (every rank of Ulysses, every
+// rank of a hybrid's all-to-all group): a call of many tiles is counted once per run, not once per rank.
+struct CountedCall {
+  Positions q, k;
+  Mask mask;
+  std::int64_t tile = 0;
+  TileCounts counts;
+};
+constexpr std::size_t kCountedCalls = 64;
+// The same runs (Positions' == compares position by position): O(runs).
+bool same_runs(const Positions& a, const Positions& b) {
+  return std::ranges::equal(a.runs(), b.runs());
+}
+constexpr std::int64_t kTilesWorthKeeping = 64;
+
 }  // namespace
 
 TileCounts tile_counts(const Positions& q_pos, const Positions& k_pos, const Mask& mask, int tile) {
   const std::int64_t sq = q_pos.size(), sk = k_pos.size(), t = tile;
   const std::int64_t q_tiles = (sq + t - 1) / t, k_tiles = (sk + t - 1) / t;
   TileCounts c;
+  // 0. Causal or full, and every query sees every key (full; or causal with every key at or before the first
+  //    query) or none (causal, every key after the last query): every tile, or none, without looking at each. Most
+  //    of a ring's blocks are one or the other.
+  if (mask.plain() && sq > 0 && sk > 0) {
+    const bool all = !mask.causal() || k_pos.back() <= q_pos.front(),
+               none = mask.causal() && k_pos.front() > q_pos.back();
+    if (all || none) {
+      c.computed = all ? q_tiles * k_tiles : 0;
+      c.skipped = q_tiles * k_tiles - c.computed;
+      return c;
+    }
+  }
+  // Otherwise tile by tile (counted_tiles), a call of many tiles once for all the ranks that make it.
+  if (q_tiles < kTilesWorthKeeping) return counted_tiles(q_pos, k_pos, mask, t);
+  static std::mutex lock;
+  static std::vector<CountedCall> kept;
+  static std::size_t next = 0;
+  {
+    std::lock_guard hold(lock);
+    for (const CountedCall& e : kept)
+      if (e.tile == t && same_runs(e.q, q_pos) && same_runs(e.k, k_pos) && e.mask == mask) return e.counts;
+  }
+  c = counted_tiles(q_pos, k_pos, mask, t);
+  std::lock_guard hold(lock);
+  CountedCall e{q_pos, k_pos, mask, t, c};
+  if (kept.size() < kCountedCalls)
+    kept.push_back(std::move(e));
+  else
+    kept[next++ % kCountedCalls] = std::move(e);
+  return c;
+}
+
+namespace {
+
+TileCounts counted_tiles(const Positions& q_pos, const Positions& k_pos, const Mask& mask, std::int64_t t) {
+  const std::int64_t sq = q_pos.size(), sk = k_pos.size();
+  const std::int64_t q_tiles = (sq + t - 1) / t, k_tiles = (sk + t - 1) / t;
+  TileCounts c;
+  // Causal, and queries and keys each one progression (a contiguous or striped shard): a tile's last query q sees
+  // the keys k_0 + j s_k <= q, so its candidates are the first jb = floor((q - k_0) / s_k) + 1 keys; step 1 by
+  // arithmetic, not by search.
+  const auto one = [](const Positions& p) { return p.runs().size() == 1 && p.runs()[0].width == 1; };
+  if (mask.plain() && mask.causal() && one(q_pos) && one(k_pos)) {
+    const PosRun q = q_pos.runs()[0], k = k_pos.runs()[0];
+    for (std::int64_t i0 = 0; i0 < sq; i0 += t) {
+      const std::int64_t q_last = q.first + (std::min(i0 + t, sq) - 1) * q.stride;
+      if (q_last < k.first) continue;
+      const std::int64_t jb = std::min(sk, (q_last - k.first) / k.stride + 1);
+      c.computed += (jb + t - 1) / t;
+    }
+    c.skipped = q_tiles * k_tiles - c.computed;
+    return c;
+  }
   for (std::int64_t i0 = 0; i0 < sq; i0 += t) {
     const std::int64_t bq = std::min(t, sq - i0), q_first = q_pos.at(i0), q_last = q_pos.at(i0 + bq - 1);
     // 1. The candidates: key rows [ja, jb) hold every key some row of the tile sees (lo and hi are monotone).
@@ -44,6 +117,8 @@ TileCounts tile_counts(const Positions& q_pos, const Positions& k_pos, const Mas
   c.skipped = q_tiles * k_tiles - c.computed;
   return c;
 }
+
+}  // namespace
 
 CountingDevice::CountingDevice(Recorder& rec, Program* program, int tile)
     : Device(rec), program_(program), tile_(tile) {

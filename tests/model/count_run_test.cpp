@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "sim/model/clock.hpp"
 #include "sim/model/counting_device.hpp"
@@ -172,6 +173,50 @@ TEST_CASE("tile counts follow the tiled kernel: a causal square of 3 tiles compu
   const TileCounts full = tile_counts(p, p, false, 128);
   CHECK(full.computed == 9);
   CHECK(full.skipped == 0);
+}
+
+TEST_CASE("tile counts equal a pair-by-pair count for every shard shape and mask, asked once or again") {
+  // The definition: a (query tile, key tile) pair is computed when one of its pairs is visible. Shards as the
+  // layouts make them (contiguous, zigzag's two runs, striped, striped blocks), under each kind of mask, with tiles
+  // of 4 rows so that a call of 300 rows has the 64 query tiles and more that are counted once and kept.
+  const auto brute = [](const Positions& q, const Positions& k, const Mask& m, std::int64_t t) {
+    const std::vector<std::int64_t> qs = q.expand(), ks = k.expand();
+    const std::int64_t qt = (q.size() + t - 1) / t, kt = (k.size() + t - 1) / t;
+    std::vector<char> seen(static_cast<std::size_t>(qt * kt), 0);
+    for (std::size_t i = 0; i < qs.size(); ++i)
+      for (std::size_t j = 0; j < ks.size(); ++j)
+        if (m.visible(qs[i], ks[j])) seen[static_cast<std::size_t>(static_cast<std::int64_t>(i) / t * kt +
+                                                                  static_cast<std::int64_t>(j) / t)] = 1;
+    const std::int64_t computed = std::count(seen.begin(), seen.end(), 1);
+    return TileCounts{computed, qt * kt - computed};
+  };
+  Positions zigzag_a, zigzag_b, blocks;
+  zigzag_a.append(PosRun{0, 150, 1, 1});
+  zigzag_a.append(PosRun{1050, 150, 1, 1});
+  zigzag_b.append(PosRun{150, 150, 1, 1});
+  zigzag_b.append(PosRun{900, 150, 1, 1});
+  blocks.append(PosRun{2, 300, 8, 2});
+  const std::vector<Positions> shards = {Positions::range(0, 300), Positions::range(300, 300), zigzag_a, zigzag_b,
+                                         Positions({1, 5, 9, 13, 17, 21}), blocks};
+  Positions striped_1, striped_3;
+  striped_1.append(PosRun{1, 300, 4, 1});
+  striped_3.append(PosRun{3, 300, 4, 1});
+  std::vector<Positions> all = shards;
+  all.push_back(striped_1);
+  all.push_back(striped_3);
+  const std::vector<Mask> masks = {Mask(true), Mask(false), Mask(true, 40, {}), Mask(false, 40, {}),
+                                   Mask(true, 0, {0, 100, 700, 1200}), Mask(true, 16, {0, 350, 1200})};
+  for (const Mask& m : masks)
+    for (const Positions& q : all)
+      for (const Positions& k : all)
+        for (int again = 0; again < 2; ++again) {
+          const TileCounts got = tile_counts(q, k, m, 4), want = brute(q, k, m, 4);
+          CAPTURE(m.describe());
+          CAPTURE(q.text());
+          CAPTURE(k.text());
+          CHECK(got.computed == want.computed);
+          CHECK(got.skipped == want.skipped);
+        }
 }
 
 TEST_CASE("the counting device keeps a bf16 log-sum-exp in f32, as the GPU does, and counts its merges so") {
