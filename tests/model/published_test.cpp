@@ -326,16 +326,26 @@ TEST_CASE("USP's A100 table: within 2x from 16K tokens per GPU; below, the model
 
 TEST_CASE("USP's A100 table: from 16K tokens per GPU the published fastest is one of the model's ties") {
   // Per shape (S, Nq, D), over the Ulysses degrees and ring implementations: the candidates the model puts within
-  // 2% of its fastest (what plan calls a tie) include one within 2% of the published fastest.
+  // 2% of its fastest (what plan calls a tie) include one within 2% of the published fastest. At 1K and 4K tokens
+  // per GPU, where its times are far off, the model's fastest is the published one at 1K and within 2.3% at 4K.
   const auto j = published_table("usp_a100.json");
   const Machine m = load_machine("a100-sxm-8");
   struct Candidate {
     double published, model;
   };
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<Candidate>> shapes;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<Candidate>> shapes, small;
   for (const auto& r : j["forward_rows"]) {
     Problem p = usp_problem(r);
-    if (p.seq / p.ranks < 16384) continue;
+    if (p.seq / p.ranks < 16384) {
+      if (p.seq / p.ranks < 1024) continue;  // the 512-token row has one Ulysses degree only
+      const StrategyChoice c = usp_choice(r["ulysses"]);
+      for (const auto& [impl, sharding] : kUspRings) {
+        p.sharding = sharding;
+        small[{p.seq, p.heads, p.head_dim}].push_back(
+            {r[impl]["qkvpack"].get<double>(), 1e6 / predict_cell(p, c, m, false, 1).time_us(false)});
+      }
+      continue;
+    }
     const StrategyChoice c = usp_choice(r["ulysses"]);
     for (const auto& [impl, sharding] : kUspRings) {
       const auto& cell = r[impl]["qkvpack"].is_null() ? r[impl]["no_packed"] : r[impl]["qkvpack"];
@@ -359,6 +369,17 @@ TEST_CASE("USP's A100 table: from 16K tokens per GPU the published fastest is on
     CAPTURE(std::get<1>(shape));
     CAPTURE(std::get<2>(shape));
     CHECK(found);
+  }
+  REQUIRE(small.size() == 2);
+  for (const auto& [shape, candidates] : small) {
+    const Candidate* first = &candidates.front();
+    double published_best = 0;
+    for (const Candidate& c : candidates) {
+      if (c.model > first->model) first = &c;
+      published_best = std::max(published_best, c.published);
+    }
+    CAPTURE(std::get<0>(shape));
+    CHECK(first->published >= (std::get<0>(shape) == 8192 ? 1.0 : 0.977) * published_best);
   }
 }
 
