@@ -86,8 +86,7 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
     Problem run = p;
     run.sharding = best.candidate.sharding;
     run.kv_replicate = best.candidate.kv_replicate;
-    const model::Nearest near = model::nearest_published(run, m.name, spec.backward, best.candidate.strategy.kind,
-                                                         best.candidate.strategy.a2a);
+    const model::Nearest near = model::nearest_published(run, m.name, spec.backward, best.candidate.strategy);
     if (plan.fits.size() > 1) {
       const model::PlanEntry& next = plan.fits[1];
       const model::Verdict v = model::verdict(best, next);
@@ -200,9 +199,8 @@ void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_
     Problem run = p;
     run.sharding = plan.fits.front().candidate.sharding;
     run.kv_replicate = plan.fits.front().candidate.kv_replicate;
-    const model::StrategyChoice& chosen = plan.fits.front().candidate.strategy;
     const model::Nearest near =
-        model::nearest_published(run, spec.machine.name, spec.backward, chosen.kind, chosen.a2a);
+        model::nearest_published(run, spec.machine.name, spec.backward, plan.fits.front().candidate.strategy);
     j["nearest_published"] = {{"point", near.point->label}, {"machine", near.point->machine},
                               {"how_far", near.how_far}, {"error", near.error}};
     if (plan.fits.size() > 1) {

@@ -5,7 +5,6 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <tuple>
 
 #include "sim/core/error.hpp"
 #include "sim/layout/layout.hpp"
@@ -150,7 +149,7 @@ Problem usp_problem(const nlohmann::json& row) {
 const UspRing kUspRings[3] = {
     {"basic", Sharding::contiguous}, {"zigzag", Sharding::zigzag}, {"strip", Sharding::striped}};
 
-std::pair<StrategyKind, int> usp_strategy(int ulysses) {
+StrategyChoice usp_strategy(int ulysses) {
   if (ulysses == 8) return {StrategyKind::ulysses, 0};
   if (ulysses == 1) return {StrategyKind::ring, 0};
   return {StrategyKind::hybrid, ulysses};
@@ -199,7 +198,7 @@ void add_usp_points(std::vector<PublishedPoint>& v) {
       pt.machine = "a100-sxm-8";
       pt.problem = p;
       pt.problem.sharding = sharding;
-      std::tie(pt.strategy, pt.a2a) = usp_strategy(u);
+      pt.strategy = usp_strategy(u);
       pt.label = "USP's A100 table, " + usp_run(u) + " (" + impl + "), forward";
       pt.published = cell;
       pt.bound = p.seq / p.ranks >= 16384 ? std::optional<double>(1.0) : std::nullopt;
@@ -266,7 +265,7 @@ double published_error(const PublishedPoint& pt) {
   if (pt.one_gpu_rate) {
     model = single_gpu_tflops(pt.problem, m, pt.backward);
   } else {
-    const Cell c = predict_cell(pt.problem, {pt.strategy, pt.a2a}, m, pt.backward, 1);
+    const Cell c = predict_cell(pt.problem, pt.strategy, m, pt.backward, 1);
     model = 1e6 / c.time_us(pt.backward);
   }
   const double e = model / pt.published - 1;
@@ -299,7 +298,7 @@ std::string ratio_text(const char* what, double here, double there, bool as_toke
 }  // namespace
 
 Nearest nearest_published(const Problem& p, const std::string& machine, bool backward,
-                          std::optional<StrategyKind> strategy, int a2a) {
+                          std::optional<StrategyChoice> strategy) {
   Nearest best;
   int best_match = -1;
   const double sr = static_cast<double>(p.seq) / p.ranks;
@@ -314,8 +313,10 @@ Nearest nearest_published(const Problem& p, const std::string& machine, bool bac
                      (pt.machine == machine ? 0 : 1) + ((p.ranks > 1) != (pt.problem.ranks > 1) ? 1 : 0) +
                      (pt.backward != backward ? 0.5 : 0);
     // Among points as near, the one that runs the strategy asked about, then the shape's sharding.
-    const int match = (strategy && !pt.one_gpu_rate && pt.strategy == *strategy && pt.a2a == a2a ? 2 : 0) +
-                      (pt.problem.sharding == p.sharding ? 1 : 0);
+    const int match =
+        (strategy && !pt.one_gpu_rate && pt.strategy.kind == strategy->kind && pt.strategy.a2a == strategy->a2a ? 2
+                                                                                                                : 0) +
+        (pt.problem.sharding == p.sharding ? 1 : 0);
     if (best.point == nullptr || d < best.distance - 1e-12 || (d < best.distance + 1e-12 && match > best_match)) {
       best.point = &pt;
       best.distance = d;

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "sim/model/predict.hpp"
 #include "sim/strategies/strategy.hpp"
 
 namespace cpsim::model {
@@ -69,24 +69,23 @@ const nlohmann::json& published_table(const std::string& name);
 
 // USP's A100 forward table (data/published/usp_a100.json): a row's problem (bf16, causal, 8 ranks); the ring
 // implementations under USP's names, each with cpsim's sharding; the run of Ulysses degree u (ring degree 8 / u):
-// ulysses (u = 8), the ring (u = 1), else the hybrid of all-to-all group u, as {strategy, all-to-all group}.
+// ulysses (u = 8), the ring (u = 1), else the hybrid of all-to-all group u.
 Problem usp_problem(const nlohmann::json& row);
 struct UspRing {
   const char* name;  // "basic", "zigzag", "strip"
   Sharding sharding;
 };
 extern const UspRing kUspRings[3];
-std::pair<StrategyKind, int> usp_strategy(int ulysses);
+StrategyChoice usp_strategy(int ulysses);
 
 // The published points the model is checked against (the rows above; ring-flash-attention's 5-head table and
 // USP's A100 forward table from data/published/), for saying how far a prediction's shape is from the nearest one
 // and how far off the model is there.
 struct PublishedPoint {
-  std::string label;    // "ring-flash-attention zigzag ring, forward+backward"
-  std::string machine;  // the preset that describes its machine
-  Problem problem;      // ranks, S, heads, head dim, sharding as published
-  StrategyKind strategy = StrategyKind::ring;
-  int a2a = 0;  // the hybrid's all-to-all group (the Ulysses degree)
+  std::string label;        // "ring-flash-attention zigzag ring, forward+backward"
+  std::string machine;      // the preset that describes its machine
+  Problem problem;          // ranks, S, heads, head dim, sharding as published
+  StrategyChoice strategy;  // what ran (the ring, unless a table says otherwise)
   bool backward = false;
   bool one_gpu_rate = false;  // a one-GPU kernel rate (TFLOP/s) rather than a CP run's rate (it/s)
   double published = 0;       // it/s, or TFLOP/s for a one-GPU rate
@@ -105,9 +104,9 @@ struct Nearest {
   std::string how_far;  // "S/C 2K against 8K (4x fewer), 64 heads against 32 (2x), another machine (h800-sxm-8)"
   double error = 0;     // published_error there
 };
-// The nearest published point to the shape p on `machine`; among points as near, one that runs `strategy` (with
-// all-to-all group a2a, for a hybrid) when one is given, then one with p's sharding.
+// The nearest published point to the shape p on `machine`; among points as near, one that runs `strategy` when one
+// is given, then one with p's sharding.
 Nearest nearest_published(const Problem& p, const std::string& machine, bool backward,
-                          std::optional<StrategyKind> strategy = std::nullopt, int a2a = 0);
+                          std::optional<StrategyChoice> strategy = std::nullopt);
 
 }  // namespace cpsim::model

@@ -66,17 +66,17 @@ TEST_CASE("a small A100 shape is told USP's error there, at the point that runs 
   p.batch = 2;
   p.heads = p.kv_heads = 32;
   p.head_dim = 32;
-  const Nearest hybrid = nearest_published(p, "a100-sxm-8", false, StrategyKind::hybrid, 4);
+  const Nearest hybrid = nearest_published(p, "a100-sxm-8", false, StrategyChoice{StrategyKind::hybrid, 4});
   REQUIRE(hybrid.point != nullptr);
   CHECK(hybrid.point->label == "USP's A100 table, Ulysses 4 x ring 2 (zigzag), forward");
   CHECK(hybrid.distance == 0);
   CHECK(hybrid.how_far == "the same shape and machine");
   CHECK(hybrid.error > 1.0);  // the model over 2x fast
   p.sharding = Sharding::contiguous;
-  const Nearest ring = nearest_published(p, "a100-sxm-8", false, StrategyKind::ring);
+  const Nearest ring = nearest_published(p, "a100-sxm-8", false, StrategyChoice{StrategyKind::ring, 0});
   CHECK(ring.point->label == "USP's A100 table, ring 8 (basic), forward");
   p.batch = 1;  // a batch of one is farther from the batch-2 runs, and says so
-  const Nearest one = nearest_published(p, "a100-sxm-8", false, StrategyKind::ring);
+  const Nearest one = nearest_published(p, "a100-sxm-8", false, StrategyChoice{StrategyKind::ring, 0});
   CHECK(one.distance == doctest::Approx(1));
   CHECK(one.how_far == "batch 1 against 2 (2x fewer)");
 }
@@ -147,18 +147,16 @@ TEST_CASE("ring-flash-attention's 5-head table: no prediction off by 2x, the fas
     }
 }
 
-TEST_CASE("ring-flash-attention's 5-head table: every row within 15% but the A100's two forward+backward rings") {
+TEST_CASE("ring-flash-attention's 5-head table: the one-GPU rows within 15%, every H800 row within 10%") {
   // Few tiles per SM (5 heads x 64 row tiles on 132 or 108 SMs): the tiles handed out in FlashAttention-2's order
-  // (cost.hpp) and a step cost per element of the output (clock.hpp) are what the model needs here. The A100's
-  // contiguous and zigzag forward+backward come out +16.7% and +15.1% fast, over the 15% the other rows meet
-  // (docs/predictions.md, section 2); they are held where they are.
-  const std::vector<Row> rows = five_head_rows();
-  for (const Row& r : rows) {
+  // (cost.hpp) and a step cost per element of the output (clock.hpp) are what the model needs here. Its CP rows
+  // are published points, held to their bounds with the others (the first test case: 15%, the A100's contiguous
+  // and zigzag forward+backward at 17%, docs/predictions.md, section 2).
+  for (const Row& r : five_head_rows()) {
     CAPTURE(r.machine);
     CAPTURE(r.run);
     CAPTURE(r.backward);
-    const bool over = r.machine == "a100-sxm-8" && r.backward && (r.run == "contiguous" || r.run == "zigzag");
-    CHECK(relative_error(r.model, r.published) <= (over ? 0.17 : 0.15));
+    if (r.run == "one_gpu") CHECK(relative_error(r.model, r.published) <= 0.15);
     if (r.machine == "h800-sxm-8") CHECK(relative_error(r.model, r.published) <= 0.10);
   }
 }
@@ -277,16 +275,6 @@ TEST_CASE("FlashAttention-2's own A100 and H100 forward+backward figures: every 
   CHECK(checked == 46);
 }
 
-namespace {
-
-// The strategy of USP's Ulysses degree u (published.hpp).
-StrategyChoice usp_choice(int u) {
-  const auto [kind, a2a] = usp_strategy(u);
-  return {kind, a2a};
-}
-
-}  // namespace
-
 TEST_CASE("USP's A100 table: within 2x from 16K tokens per GPU; below, the model is at least 1.9x fast") {
   // feifeibear/long-context-attention's forward table (data/published/usp_a100.json): ulysses degree U,
   // ring degree 8/U, every ring implementation and both packings. From 16K tokens per GPU the model is within 2x
@@ -298,7 +286,7 @@ TEST_CASE("USP's A100 table: within 2x from 16K tokens per GPU; below, the model
   int long_rows = 0, short_rows = 0;
   for (const auto& r : j["forward_rows"]) {
     Problem p = usp_problem(r);
-    const StrategyChoice c = usp_choice(r["ulysses"]);
+    const StrategyChoice c = usp_strategy(r["ulysses"]);
     for (const auto& [impl, sharding] : kUspRings) {
       p.sharding = sharding;
       const double model = 1e6 / predict_cell(p, c, m, false, 1).time_us(false);
@@ -338,7 +326,7 @@ TEST_CASE("USP's A100 table: from 16K tokens per GPU the published fastest is on
     Problem p = usp_problem(r);
     if (p.seq / p.ranks < 16384) {
       if (p.seq / p.ranks < 1024) continue;  // the 512-token row has one Ulysses degree only
-      const StrategyChoice c = usp_choice(r["ulysses"]);
+      const StrategyChoice c = usp_strategy(r["ulysses"]);
       for (const auto& [impl, sharding] : kUspRings) {
         p.sharding = sharding;
         small[{p.seq, p.heads, p.head_dim}].push_back(
@@ -346,7 +334,7 @@ TEST_CASE("USP's A100 table: from 16K tokens per GPU the published fastest is on
       }
       continue;
     }
-    const StrategyChoice c = usp_choice(r["ulysses"]);
+    const StrategyChoice c = usp_strategy(r["ulysses"]);
     for (const auto& [impl, sharding] : kUspRings) {
       const auto& cell = r[impl]["qkvpack"].is_null() ? r[impl]["no_packed"] : r[impl]["qkvpack"];
       if (cell.is_null()) continue;
@@ -383,7 +371,7 @@ TEST_CASE("USP's A100 table: from 16K tokens per GPU the published fastest is on
   }
 }
 
-TEST_CASE("USP's case study: the model 1.1-2.9x fast, where USP measured ring-flash-attention 2x below its own table") {
+TEST_CASE("USP's case study: the model 1.1x to 2.9x fast on every figure") {
   // The case study's forward+backward at 8K tokens per GPU (8 heads of 128, batch 2) and its figure of
   // ring-flash-attention's functions on the same shape: the model comes out fast, up to 2.8x. The same zigzag ring
   // forward, per unit of work (batch x heads of 8K rows per GPU), ran 2.16x slower in USP's figure than in
@@ -396,7 +384,7 @@ TEST_CASE("USP's case study: the model 1.1-2.9x fast, where USP measured ring-fl
   p.heads = p.kv_heads = 8;
   for (const auto& r : j["longctx_forward_backward"]) {
     const int u = r["ulysses"];
-    const StrategyChoice c = usp_choice(u);
+    const StrategyChoice c = usp_strategy(u);
     for (const auto& [impl, sharding] : kUspRings) {
       p.sharding = sharding;
       const double ratio = 1e6 / predict_cell(p, c, m, true, 1).time_us(true) / r[impl].get<double>();
@@ -419,10 +407,4 @@ TEST_CASE("USP's case study: the model 1.1-2.9x fast, where USP measured ring-fl
       CHECK(ratio <= 2.9);
     }
   }
-  const auto five = published_table("ring_flash_attention_5_heads.json");
-  double own = 0;
-  for (const auto& r : five["rows"])
-    if (r["machine"] == "a100-sxm-8" && r["run"] == "zigzag" && !r["backward"].get<bool>()) own = r["per_s"];
-  const double usp = j["ring_flash_attention"]["zigzag_ring"]["forward"];
-  CHECK(own * 5 / (usp * 16) == doctest::Approx(2.16).epsilon(0.01));
 }
