@@ -155,6 +155,32 @@ StrategyChoice usp_strategy(int ulysses) {
   return {StrategyKind::hybrid, ulysses};
 }
 
+Problem magi_problem(const nlohmann::json& row) {
+  Problem p;
+  p.ranks = row["gpus"];
+  p.batch = 1;
+  p.heads = 64;
+  p.kv_heads = 8;
+  p.head_dim = 128;
+  p.dtype = DType::bf16;
+  p.causal = row["mask"] == "causal";
+  p.sharding = Sharding::zigzag;
+  p.kv_replicate = true;  // its Ulysses repeats the 8 KV heads onto every rank of 16 and more (run_benchmark.py)
+  p.seq = static_cast<std::int64_t>(p.ranks) * 8192;
+  return p;
+}
+
+const MagiMethod kMagiMethods[4] = {{"ulysses", {StrategyKind::ulysses, 0}},
+                                    {"ring_p2p", {StrategyKind::ring, 0}},
+                                    {"ring_allgather", {StrategyKind::all_gather, 0}},
+                                    {"usp", {StrategyKind::hybrid, 8}}};
+
+double magi_flops(const Problem& p, bool backward) {
+  const double s = static_cast<double>(p.seq);
+  const double area = p.causal ? s * (s + 1) / 2 : s * s;
+  return (backward ? 2.5 : 1.0) * 4 * area * static_cast<double>(p.batch * p.heads * p.head_dim);
+}
+
 namespace {
 
 // ring-flash-attention's 5-head table (data/published/ring_flash_attention_5_heads.json): its CP rows. The A100's
@@ -207,6 +233,39 @@ void add_usp_points(std::vector<PublishedPoint>& v) {
   }
 }
 
+// MagiAttention's H100 benchmark (data/published/magi_attention_h100.json): each baseline cpsim models, forward
+// and forward+backward (the two passes' published times added). Ulysses, the K/V all-gather and USP held at 15%;
+// Transformer Engine's ring runs 10-44% slower than the model's ring, held at 50% (docs/predictions.md, section 2).
+void add_magi_points(std::vector<PublishedPoint>& v) {
+  const auto& rows = published_table("magi_attention_h100.json")["rows"];
+  for (const auto& fwd : rows) {
+    if (fwd["direction"] != "forward") continue;
+    const nlohmann::json* bwd = nullptr;
+    for (const auto& r : rows)
+      if (r["direction"] == "backward" && r["mask"] == fwd["mask"] && r["gpus"] == fwd["gpus"]) bwd = &r;
+    if (bwd == nullptr) throw Error("magi_attention_h100.json: no backward row for a forward row");
+    const Problem p = magi_problem(fwd);
+    for (const auto& [name, strategy] : kMagiMethods) {
+      // seconds per pass: flops / (TFLOP/s per GPU x GPUs)
+      const double gpus_tflops = static_cast<double>(p.ranks) * 1e12;
+      const double t_fwd = magi_flops(p, false) / (fwd[name].get<double>() * gpus_tflops);
+      const double t_bwd = magi_flops(p, true) / ((*bwd)[name].get<double>() * gpus_tflops);
+      for (const bool backward : {false, true}) {
+        PublishedPoint pt;
+        pt.machine = "h100-ib";
+        pt.problem = p;
+        pt.strategy = strategy;
+        pt.backward = backward;
+        pt.label = "MagiAttention's H100 benchmark, " + std::string(name) + " on " + std::to_string(p.ranks) +
+                   " GPUs, " + fwd["mask"].get<std::string>() + ", " + (backward ? "forward+backward" : "forward");
+        pt.published = 1 / (backward ? t_fwd + t_bwd : t_fwd);
+        pt.bound = std::string(name) == "ring_p2p" ? 0.5 : 0.15;
+        v.push_back(pt);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<PublishedPoint>& published_points() {
@@ -248,6 +307,7 @@ const std::vector<PublishedPoint>& published_points() {
       }
     add_five_head_points(v);
     add_usp_points(v);
+    add_magi_points(v);
     return v;
   }();
   return points;
@@ -301,6 +361,7 @@ Nearest nearest_published(const Problem& p, const std::string& machine, bool bac
                           std::optional<StrategyChoice> strategy) {
   Nearest best;
   int best_match = -1;
+  double best_ranks_off = 0;
   const double sr = static_cast<double>(p.seq) / p.ranks;
   const auto log2_ratio = [](std::int64_t a, std::int64_t b) {
     return std::fabs(std::log2(static_cast<double>(a) / static_cast<double>(b)));
@@ -311,16 +372,20 @@ Nearest nearest_published(const Problem& p, const std::string& machine, bool bac
     const double d = std::fabs(std::log2(sr / tr)) + log2_ratio(p.head_dim, pt.problem.head_dim) +
                      log2_ratio(p.heads, pt.problem.heads) + log2_ratio(p.batch, pt.problem.batch) +
                      (pt.machine == machine ? 0 : 1) + ((p.ranks > 1) != (pt.problem.ranks > 1) ? 1 : 0) +
-                     (pt.backward != backward ? 0.5 : 0);
+                     (pt.backward != backward ? 0.5 : 0) + (pt.problem.causal != p.causal ? 0.5 : 0);
     // Among points as near, the one that runs the strategy asked about, then the shape's sharding.
     const int match =
         (strategy && !pt.one_gpu_rate && pt.strategy.kind == strategy->kind && pt.strategy.a2a == strategy->a2a ? 2
                                                                                                                 : 0) +
         (pt.problem.sharding == p.sharding ? 1 : 0);
-    if (best.point == nullptr || d < best.distance - 1e-12 || (d < best.distance + 1e-12 && match > best_match)) {
+    const double ranks_off = log2_ratio(p.ranks, pt.problem.ranks);
+    if (best.point == nullptr || d < best.distance - 1e-12 ||
+        (d < best.distance + 1e-12 &&
+         (match > best_match || (match == best_match && ranks_off < best_ranks_off - 1e-12)))) {
       best.point = &pt;
       best.distance = d;
       best_match = match;
+      best_ranks_off = ranks_off;
     }
   }
   const PublishedPoint& pt = *best.point;
@@ -332,6 +397,9 @@ Nearest nearest_published(const Problem& p, const std::string& machine, bool bac
   add(ratio_text("D", static_cast<double>(p.head_dim), static_cast<double>(pt.problem.head_dim), false));
   add(ratio_text("heads", static_cast<double>(p.heads), static_cast<double>(pt.problem.heads), false));
   add(ratio_text("batch", static_cast<double>(p.batch), static_cast<double>(pt.problem.batch), false));
+  if (p.ranks > 1 && pt.problem.ranks > 1)
+    add(ratio_text("ranks", static_cast<double>(p.ranks), static_cast<double>(pt.problem.ranks), false));
+  if (pt.problem.causal != p.causal) add(pt.problem.causal ? "causal there" : "no causal mask there");
   if (pt.machine != machine) add("another machine (" + pt.machine + ")");
   best.how_far = how.empty() ? "the same shape and machine" : how;
   best.error = published_error(pt);

@@ -78,9 +78,22 @@ struct UspRing {
 extern const UspRing kUspRings[3];
 StrategyChoice usp_strategy(int ulysses);
 
-// The published points the model is checked against (the rows above; ring-flash-attention's 5-head table and
-// USP's A100 forward table from data/published/), for saying how far a prediction's shape is from the nearest one
-// and how far off the model is there.
+// MagiAttention's H100 benchmark (data/published/magi_attention_h100.json): 8 to 64 GPUs, 8K tokens per GPU, each
+// pass timed alone, in TFLOP/s per GPU. A row's problem (bf16, batch 1, 64 query and 8 KV heads of 128, causal
+// or full; KV heads copied onto the Ulysses ranks when they outnumber them, as its Ulysses does), the baselines
+// cpsim models under the benchmark's names, and the flops its rates count (forward 4 area Nq D, area S^2 or
+// S (S + 1) / 2; backward 2.5x that).
+Problem magi_problem(const nlohmann::json& row);
+struct MagiMethod {
+  const char* name;  // "ulysses", "ring_p2p", "ring_allgather", "usp"
+  StrategyChoice strategy;
+};
+extern const MagiMethod kMagiMethods[4];
+double magi_flops(const Problem& p, bool backward);
+
+// The published points the model is checked against (the rows above; ring-flash-attention's 5-head table, USP's
+// A100 forward table and MagiAttention's H100 benchmark from data/published/), for saying how far a prediction's
+// shape is from the nearest one and how far off the model is there.
 struct PublishedPoint {
   std::string label;        // "ring-flash-attention zigzag ring, forward+backward"
   std::string machine;      // the preset that describes its machine
@@ -100,12 +113,13 @@ double published_error(const PublishedPoint& point);
 struct Nearest {
   const PublishedPoint* point = nullptr;
   double distance = 0;  // sum of |log2| of the ratios (S/C, D, Nq, B) + 1 for another machine, + 1 for one GPU
-                        // against a CP run, + 0.5 for the other direction (a forward rate for a backward)
+                        // against a CP run, + 0.5 for the other direction (a forward rate for a backward), + 0.5
+                        // for the other mask (causal or full)
   std::string how_far;  // "S/C 2K against 8K (4x fewer), 64 heads against 32 (2x), another machine (h800-sxm-8)"
   double error = 0;     // published_error there
 };
 // The nearest published point to the shape p on `machine`; among points as near, one that runs `strategy` when one
-// is given, then one with p's sharding.
+// is given, then one with p's sharding, then one with the nearest number of ranks.
 Nearest nearest_published(const Problem& p, const std::string& machine, bool backward,
                           std::optional<StrategyChoice> strategy = std::nullopt);
 

@@ -16,8 +16,9 @@ using namespace cpsim;
 using namespace cpsim::model;
 
 TEST_CASE("every published point is predicted within the bound it is held to; 15% but where docs say why") {
-  // ring-flash-attention's Llama3-8B rows, the FlashAttention-3 sweeps, the 5-head table's CP rows, USP's table
-  REQUIRE(published_points().size() == 12 + 8 * 6 + 12 + 90);
+  // ring-flash-attention's Llama3-8B rows, the FlashAttention-3 sweeps, the 5-head table's CP rows, USP's table,
+  // MagiAttention's H100 benchmark (4 baselines x 2 masks x 4 sizes, forward and forward+backward)
+  REQUIRE(published_points().size() == 12 + 8 * 6 + 12 + 90 + 64);
   int at_15 = 0, wider = 0, unheld = 0;
   for (const PublishedPoint& pt : published_points()) {
     CAPTURE(pt.label);
@@ -30,8 +31,10 @@ TEST_CASE("every published point is predicted within the bound it is held to; 15
     CHECK(std::abs(published_error(pt)) <= *pt.bound);
     ++(*pt.bound <= 0.15 ? at_15 : wider);
   }
-  CHECK(at_15 == 12 + 8 * 6 + 10);
-  CHECK(wider == 2 + 63);  // the A100's two 5-head rows at 17%; USP's from 16K tokens per GPU at 2x
+  CHECK(at_15 == 12 + 8 * 6 + 10 + 48);
+  // the A100's two 5-head rows at 17%; USP's from 16K tokens per GPU at 2x; Transformer Engine's ring in
+  // MagiAttention's benchmark at 50%
+  CHECK(wider == 2 + 63 + 16);
   CHECK(unheld == 27);
 }
 
@@ -56,6 +59,30 @@ TEST_CASE("a shape away from every published point says how far, in tokens per r
   CHECK(n.error == doctest::Approx(published_error(*n.point)));
   const Nearest other = nearest_published(p, "h100-sxm-8", true);
   CHECK(other.distance >= n.distance);  // another machine, or a one-GPU rate, is no nearer
+}
+
+TEST_CASE("a multi-node H100 shape is told MagiAttention's run with its mask, strategy and nearest ranks") {
+  nlohmann::json row = {{"gpus", 32}, {"mask", "causal"}};
+  Problem p = magi_problem(row);
+  const StrategyChoice usp{StrategyKind::hybrid, 8};
+  const Nearest same = nearest_published(p, "h100-ib", true, usp);
+  REQUIRE(same.point != nullptr);
+  CHECK(same.point->label == "MagiAttention's H100 benchmark, usp on 32 GPUs, causal, forward+backward");
+  CHECK(same.distance == 0);
+  CHECK(same.how_far == "the same shape and machine");
+  CHECK(std::abs(same.error) <= 0.15);
+  p.ranks = 24;  // as near in shape to the 16- and 32-GPU runs: the nearer number of ranks is named
+  p.seq = 24 * 8192;
+  const Nearest between = nearest_published(p, "h100-ib", true, usp);
+  CHECK(between.point->label == "MagiAttention's H100 benchmark, usp on 32 GPUs, causal, forward+backward");
+  CHECK(between.how_far == "ranks 24 against 32 (1.33x fewer)");
+  p.causal = false;  // the full-mask runs are nearer to a full-mask shape
+  const Nearest full = nearest_published(p, "h100-ib", false, StrategyChoice{StrategyKind::ring, 0});
+  CHECK(full.point->label == "MagiAttention's H100 benchmark, ring_p2p on 32 GPUs, full, forward");
+  CHECK(full.error > 0.15);  // Transformer Engine's ring: the model fast, and the line says so
+  p.causal = true;
+  const Nearest masked = nearest_published(p, "h100-ib", false, StrategyChoice{StrategyKind::ring, 0});
+  CHECK(masked.point->label == "MagiAttention's H100 benchmark, ring_p2p on 32 GPUs, causal, forward");
 }
 
 TEST_CASE("a small A100 shape is told USP's error there, at the point that runs the strategy asked about") {
@@ -407,4 +434,96 @@ TEST_CASE("USP's case study: the model 1.1x to 2.9x fast on every figure") {
       CHECK(ratio <= 2.9);
     }
   }
+}
+
+namespace {
+
+// MagiAttention's H100 benchmark, one figure: the published and the modeled TFLOP/s per GPU of a baseline.
+struct MagiFigure {
+  std::string mask, direction, method;
+  int gpus = 0;
+  double published = 0, model = 0;
+};
+
+std::vector<MagiFigure> magi_figures() {
+  std::vector<MagiFigure> out;
+  const Machine m = load_machine("h100-ib");
+  for (const auto& r : published_table("magi_attention_h100.json")["rows"]) {
+    const Problem p = magi_problem(r);
+    const bool backward = r["direction"] == "backward";
+    for (const auto& [name, strategy] : kMagiMethods) {
+      const Cell c = predict_cell(p, strategy, m, backward, 1);
+      REQUIRE(c.valid);
+      const double us = backward ? c.total_us - c.forward_us : c.forward_us;  // each pass timed alone
+      out.push_back({r["mask"], r["direction"], name, p.ranks, r[name].get<double>(),
+                     magi_flops(p, backward) / (us * 1e-6 * p.ranks) / 1e12});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("MagiAttention's H100 benchmark: Ulysses, the K/V all-gather and USP within 15% at 8 to 64 GPUs") {
+  // data/published/magi_attention_h100.json: 8K tokens per GPU, 64 query and 8 KV heads of 128, full and causal,
+  // forward and backward each timed alone, 8 to 64 GPUs over nodes of 8 (docs/predictions.md, section 2).
+  int checked = 0;
+  for (const MagiFigure& f : magi_figures()) {
+    if (f.method == "ring_p2p") continue;
+    CAPTURE(f.mask);
+    CAPTURE(f.direction);
+    CAPTURE(f.method);
+    CAPTURE(f.gpus);
+    CAPTURE(f.model);
+    CHECK(relative_error(f.model, f.published) <= 0.15);
+    ++checked;
+  }
+  CHECK(checked == 3 * 2 * 2 * 4);
+}
+
+TEST_CASE("MagiAttention's H100 benchmark: Transformer Engine's ring runs 5% to 50% slower than the model's ring") {
+  // Its ring_p2p baseline is Transformer Engine's design (every block first, the outputs corrected after); the
+  // model's ring is ring-flash-attention's, which it meets within 15% on that project's own tables. Held, so that
+  // a model which learns the difference says so.
+  int checked = 0;
+  for (const MagiFigure& f : magi_figures()) {
+    if (f.method != "ring_p2p") continue;
+    CAPTURE(f.mask);
+    CAPTURE(f.direction);
+    CAPTURE(f.gpus);
+    CHECK(f.model / f.published >= 1.05);
+    CHECK(f.model / f.published <= 1.5);
+    ++checked;
+  }
+  CHECK(checked == 2 * 2 * 4);
+}
+
+TEST_CASE("MagiAttention's H100 benchmark: the model's fastest runs within 3% of the published fastest but once") {
+  // Per mask, pass and size, over the four baselines: the one the model puts fastest, at its published rate, is
+  // within 3% of the published fastest, in 15 of the 16 comparisons. The one left is the full mask's forward on 8
+  // GPUs, where the four are within 1.5% of each other in the model and its ring comes first, the ring the benchmark
+  // measured slowest (the test above says why).
+  std::map<std::tuple<std::string, std::string, int>, std::vector<MagiFigure>> groups;
+  for (const MagiFigure& f : magi_figures()) groups[{f.mask, f.direction, f.gpus}].push_back(f);
+  REQUIRE(groups.size() == 16);
+  int misses = 0;
+  for (const auto& [key, figures] : groups) {
+    const MagiFigure* pick = &figures.front();
+    double published_best = 0;
+    for (const MagiFigure& f : figures) {
+      if (f.model > pick->model) pick = &f;
+      published_best = std::max(published_best, f.published);
+    }
+    CAPTURE(std::get<0>(key));
+    CAPTURE(std::get<1>(key));
+    CAPTURE(std::get<2>(key));
+    CAPTURE(pick->method);
+    if (pick->published >= 0.97 * published_best) continue;
+    ++misses;
+    CHECK(std::get<0>(key) == "full");
+    CHECK(std::get<1>(key) == "forward");
+    CHECK(std::get<2>(key) == 8);
+    CHECK(pick->method == "ring_p2p");
+  }
+  CHECK(misses == 1);
 }
