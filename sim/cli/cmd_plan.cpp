@@ -38,9 +38,15 @@ std::string ranks_fix(const model::PlanSpec& spec, int most) {
   const int R = model::smallest_fitting_ranks(spec, most);
   if (R > 0) return "--ranks " + std::to_string(R) + " is the fewest on which a candidate fits (re-checked)";
   if (R < 0)
-    return "more ranks: none of the first " + std::to_string(model::kMaxRankTries) +
-           " rank counts above " + std::to_string(spec.problem.ranks) + " that could fit does (re-checked)";
+    return "more ranks: none of the first " + std::to_string(model::kMaxRankTries) + " rank counts above " +
+           std::to_string(spec.problem.ranks) + " that could fit does (re-checked)";
   return "no --ranks up to " + std::to_string(most) + " fits (re-checked): use fewer tokens (--seq) or fewer layers";
+}
+
+// Megatron-LM's p2p is Transformer Engine's ring, which ran slower than the model's ring where measured
+// (model::kTransformerEngineRingSlower).
+bool runs_te_ring(const model::FrameworkSetting& f, const model::StrategyChoice& c) {
+  return f.runs && c.kind == StrategyKind::ring && f.framework != "PyTorch context_parallel";
 }
 
 void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_t top, int most) {
@@ -48,7 +54,8 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
   const model::Machine& m = spec.machine;
   std::cout << "Plan: attention of " << p.heads << " query heads (" << p.kv_heads << " KV) of " << p.head_dim
             << ", S=" << size_label(p.seq) << ", B=" << p.batch << ", " << dtype_name(p.dtype) << ", "
-            << (p.causal ? "causal" : "full") << (p.docs.any() ? ", " + std::to_string(p.documents().count()) + " documents" : "")
+            << (p.causal ? "causal" : "full")
+            << (p.docs.any() ? ", " + std::to_string(p.documents().count()) + " documents" : "")
             << (p.window > 0 ? ", window " + std::to_string(p.window) : "") << ", "
             << (spec.backward ? "forward + backward" : "forward") << "\n"
             << "on " << p.ranks << " ranks of " << m.name << " (" << m.nodes_for(p.ranks) << " node(s) of "
@@ -105,9 +112,9 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
       if (!(v.gap_us < 1e-3 * (1 + best.cell.time_us(spec.backward)) && std::fabs(v.compute_us) < 1 &&
             std::fabs(v.exposed_us) < 1))
         std::cout << "the deciding term is " << v.deciding << ", " << ms(v.deciding_us)
-                << " ms more for the runner-up (its differences: compute "
-                << percent_ms(v.compute_us) << ", memory ops " << percent_ms(v.memory_us) << ", imbalance "
-                << percent_ms(v.imbalance_us) << ", exposed " << percent_ms(v.exposed_us) << " ms)";
+                  << " ms more for the runner-up (its differences: compute " << percent_ms(v.compute_us)
+                  << ", memory ops " << percent_ms(v.memory_us) << ", imbalance " << percent_ms(v.imbalance_us)
+                  << ", exposed " << percent_ms(v.exposed_us) << " ms)";
       if (next.total_bytes() < best.total_bytes())
         std::cout << "; the runner-up needs " << gib(best.total_bytes() - next.total_bytes()) << " GiB less memory";
       std::cout << "\n";
@@ -119,9 +126,11 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
               << near.point->machine << "; this shape: " << near.how_far << "; the model is off by "
               << percent(near.error) << " there.\n";
     std::cout << "\nTo run " << best.candidate.label << ":\n";
-    for (const auto& f : model::framework_settings(run, best.candidate.strategy))
-      std::cout << "  " << left(f.framework + ":", 26) << (f.runs ? f.settings : "cannot run it: " + f.why_not)
-                << "\n";
+    bool te_ring = false;
+    for (const auto& f : model::framework_settings(run, best.candidate.strategy)) {
+      std::cout << "  " << left(f.framework + ":", 26) << (f.runs ? f.settings : "cannot run it: " + f.why_not) << "\n";
+      te_ring = te_ring || runs_te_ring(f, best.candidate.strategy);
+    }
     // Where a framework cannot run the fastest: the fastest it can, and what that costs.
     const auto names = model::framework_settings(run, best.candidate.strategy);
     for (std::size_t k = 0; k < names.size(); ++k) {
@@ -135,9 +144,15 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
         const double t = e.cell.time_us(spec.backward), t0 = best.cell.time_us(spec.backward);
         std::cout << "  the fastest " << f.framework << " can run: " << e.candidate.label << ", " << ms(t) << " ms ("
                   << percent(t / t0 - 1) << "): " << f.settings << "\n";
+        te_ring = te_ring || runs_te_ring(f, e.candidate.strategy);
         break;
       }
     }
+    if (te_ring)
+      std::cout << "  (Transformer Engine's ring, which Megatron-LM's p2p runs, took "
+                << fixed(model::kTransformerEngineRingSlower[0], 2) << "x to "
+                << fixed(model::kTransformerEngineRingSlower[1], 2)
+                << "x the model's ring time in MagiAttention's H100 benchmark: docs/predictions.md, section 2)\n";
   }
   if (!plan.rejected.empty()) {
     std::cout << "\nRejected:\n";
@@ -154,9 +169,15 @@ void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_
     run.sharding = e.candidate.sharding;
     run.kv_replicate = e.candidate.kv_replicate;
     Json frameworks = Json::array();
-    for (const auto& f : model::framework_settings(run, e.candidate.strategy))
-      frameworks.push_back({{"framework", f.framework}, {"runs", f.runs}, {f.runs ? "settings" : "why_not",
-                                                                           f.runs ? f.settings : f.why_not}});
+    for (const auto& f : model::framework_settings(run, e.candidate.strategy)) {
+      Json entry{{"framework", f.framework},
+                 {"runs", f.runs},
+                 {f.runs ? "settings" : "why_not", f.runs ? f.settings : f.why_not}};
+      if (runs_te_ring(f, e.candidate.strategy))  // its ring's measured time over the model's (MagiAttention's)
+        entry["measured_time_over_model"] = {model::kTransformerEngineRingSlower[0],
+                                             model::kTransformerEngineRingSlower[1]};
+      frameworks.push_back(std::move(entry));
+    }
     fastest.push_back({{"candidate", e.candidate.label},
                        {"strategy", model::choice_label(e.candidate.strategy, p.ranks)},
                        {"sharding", sharding_name(e.candidate.sharding)},
@@ -201,12 +222,18 @@ void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_
     run.kv_replicate = plan.fits.front().candidate.kv_replicate;
     const model::Nearest near =
         model::nearest_published(run, spec.machine.name, spec.backward, plan.fits.front().candidate.strategy);
-    j["nearest_published"] = {{"point", near.point->label}, {"machine", near.point->machine},
-                              {"how_far", near.how_far}, {"error", near.error}};
+    j["nearest_published"] = {{"point", near.point->label},
+                              {"machine", near.point->machine},
+                              {"how_far", near.how_far},
+                              {"error", near.error}};
     if (plan.fits.size() > 1) {
       const model::Verdict v = model::verdict(plan.fits[0], plan.fits[1]);
-      j["verdict"] = {{"gap", v.gap}, {"gap_ms", v.gap_us / 1e3}, {"tie", v.tie}, {"deciding", v.deciding},
-                      {"deciding_ms", v.deciding_us / 1e3}, {"within_model_error", !v.tie && v.gap <= std::fabs(near.error)}};
+      j["verdict"] = {{"gap", v.gap},
+                      {"gap_ms", v.gap_us / 1e3},
+                      {"tie", v.tie},
+                      {"deciding", v.deciding},
+                      {"deciding_ms", v.deciding_us / 1e3},
+                      {"within_model_error", !v.tie && v.gap <= std::fabs(near.error)}};
     }
   }
   std::cout << json_text(j) << "\n";
@@ -268,8 +295,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   } else {
     validate_model_problem(probe, StrategyKind::ring);
   }
-  const int most = std::min(kMostRanks, spec.machine.max_nodes > 0 ? spec.machine.max_nodes * spec.machine.ranks_per_node
-                                                                  : kMostRanks);
+  const int most = std::min(
+      kMostRanks, spec.machine.max_nodes > 0 ? spec.machine.max_nodes * spec.machine.ranks_per_node : kMostRanks);
   const model::Plan plan = model::plan(spec);
   if (vm.count("json"))
     print_json(spec, plan, static_cast<std::size_t>(top), most);

@@ -190,6 +190,31 @@ TEST_CASE("plan prints what to pass each framework for its choice, or why the fr
   CHECK(r.out.find("PyTorch context_parallel:") != std::string::npos);
   CHECK(r.out.find("--context-parallel-size 8") != std::string::npos);
   CHECK(r.out.find("Nearest published point") != std::string::npos);
+  // Megatron-LM's and Transformer Engine's fastest here is the ring: what their ring measured against the model's
+  CHECK(r.out.find("the fastest Megatron-LM can run: ring, zigzag") != std::string::npos);
+  CHECK(r.out.find("(Transformer Engine's ring, which Megatron-LM's p2p runs, took 1.13x to 1.44x the model's ring "
+                   "time in MagiAttention's H100 benchmark: docs/predictions.md, section 2)") != std::string::npos);
+  // --json gives the same range on each framework entry that runs the ring, and on no other
+  const auto j = run_cli("plan --ranks 8 --heads 32 --kv-heads 8 --seq 1M --json", "plan_frameworks_json");
+  REQUIRE(j.rc == 0);
+  const auto pos = j.out.find("\"measured_time_over_model\":[1.13,1.44]");
+  CHECK(pos != std::string::npos);
+  CHECK(j.out.find("--cp-comm-type p2p") < pos);  // Megatron-LM's entry for the ring
+  int entries = 0;
+  for (auto at = j.out.find("measured_time_over_model"); at != std::string::npos;
+       at = j.out.find("measured_time_over_model", at + 1))
+    ++entries;
+  CHECK(entries == 2);  // Megatron-LM's and Transformer Engine's entries for the ring, not PyTorch's
+}
+
+TEST_CASE("plan says nothing of Transformer Engine's ring when no framework is told to run a ring") {
+  const auto r = run_cli("plan --machine h100-ib --ranks 32 --heads 64 --kv-heads 8 --seq 256K", "plan_no_ring");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("the fastest Megatron-LM can run: hybrid 8x4") != std::string::npos);
+  CHECK(r.out.find("the fastest PyTorch context_parallel can run: ring") != std::string::npos);
+  CHECK(r.out.find("Transformer Engine's ring") == std::string::npos);
+  CHECK(r.out.find("MagiAttention's H100 benchmark, usp on 32 GPUs, causal, forward+backward on h100-ib; this shape: "
+                   "the same shape and machine") != std::string::npos);
 }
 
 TEST_CASE("plan on one of USP's small shapes names that run and says its gap is within the model's error there") {
