@@ -370,9 +370,10 @@ Nearest nearest_published(const Problem& p, const std::string& machine, bool bac
     if (pt.backward != backward && !pt.one_gpu_rate) continue;  // a CP run's own direction
     const double tr = static_cast<double>(pt.problem.seq) / pt.problem.ranks;
     const double d = std::fabs(std::log2(sr / tr)) + log2_ratio(p.head_dim, pt.problem.head_dim) +
-                     log2_ratio(p.heads, pt.problem.heads) + log2_ratio(p.batch, pt.problem.batch) +
-                     (pt.machine == machine ? 0 : 1) + ((p.ranks > 1) != (pt.problem.ranks > 1) ? 1 : 0) +
-                     (pt.backward != backward ? 0.5 : 0) + (pt.problem.causal != p.causal ? 0.5 : 0);
+                     log2_ratio(p.heads, pt.problem.heads) + log2_ratio(p.kv_heads, pt.problem.kv_heads) +
+                     log2_ratio(p.batch, pt.problem.batch) + (pt.machine == machine ? 0 : 1) +
+                     ((p.ranks > 1) != (pt.problem.ranks > 1) ? 1 : 0) + (pt.backward != backward ? 0.5 : 0) +
+                     (pt.problem.causal != p.causal ? 0.5 : 0);
     // Among points as near, the one that runs the strategy asked about, then the shape's sharding.
     const int match =
         (strategy && !pt.one_gpu_rate && pt.strategy.kind == strategy->kind && pt.strategy.a2a == strategy->a2a ? 2
@@ -396,6 +397,7 @@ Nearest nearest_published(const Problem& p, const std::string& machine, bool bac
   add(ratio_text("S/C", sr, static_cast<double>(pt.problem.seq) / pt.problem.ranks, true));
   add(ratio_text("D", static_cast<double>(p.head_dim), static_cast<double>(pt.problem.head_dim), false));
   add(ratio_text("heads", static_cast<double>(p.heads), static_cast<double>(pt.problem.heads), false));
+  add(ratio_text("KV heads", static_cast<double>(p.kv_heads), static_cast<double>(pt.problem.kv_heads), false));
   add(ratio_text("batch", static_cast<double>(p.batch), static_cast<double>(pt.problem.batch), false));
   if (p.ranks > 1 && pt.problem.ranks > 1)
     add(ratio_text("ranks", static_cast<double>(p.ranks), static_cast<double>(pt.problem.ranks), false));

@@ -118,10 +118,10 @@ double published_error(const PublishedPoint& point);
 
 struct Nearest {
   const PublishedPoint* point = nullptr;
-  double distance = 0;  // sum of |log2| of the ratios (S/C, D, Nq, B) + 1 for another machine, + 1 for one GPU
+  double distance = 0;  // sum of |log2| of the ratios (S/C, D, Nq, Nkv, B) + 1 for another machine, + 1 for one GPU
                         // against a CP run, + 0.5 for the other direction (a forward rate for a backward), + 0.5
                         // for the other mask (causal or full)
-  std::string how_far;  // "S/C 2K against 8K (4x fewer), 64 heads against 32 (2x), another machine (h800-sxm-8)"
+  std::string how_far;  // "S/C 2K against 8K (4x fewer), heads 64 against 32 (2x more), another machine (h800-sxm-8)"
   double error = 0;     // published_error there
 };
 // The nearest published point to the shape p on `machine`; among points as near, one that runs `strategy` when one

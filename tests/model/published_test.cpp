@@ -83,6 +83,11 @@ TEST_CASE("a multi-node H100 shape is told MagiAttention's run with its mask, st
   p.causal = true;
   const Nearest masked = nearest_published(p, "h100-ib", false, StrategyChoice{StrategyKind::ring, 0});
   CHECK(masked.point->label == "MagiAttention's H100 benchmark, ring_p2p on 32 GPUs, causal, forward");
+  p.kv_heads = 64;  // MHA against its GQA: the KV heads count in the distance and are named
+  const Nearest mha = nearest_published(p, "h100-ib", false, StrategyChoice{StrategyKind::ring, 0});
+  CHECK(mha.point->label == "MagiAttention's H100 benchmark, ring_p2p on 32 GPUs, causal, forward");
+  CHECK(mha.distance == doctest::Approx(3));
+  CHECK(mha.how_far == "KV heads 64 against 8 (8x more), ranks 24 against 32 (1.33x fewer)");
 }
 
 TEST_CASE("a small A100 shape is told USP's error there, at the point that runs the strategy asked about") {
