@@ -450,9 +450,20 @@ struct MagiFigure {
   double published = 0, model = 0;
 };
 
-std::vector<MagiFigure> magi_figures() {
+// h100-ib with the stack costs of ring-flash-attention's PyTorch-level ring (h800-sxm-8's framework section, fitted
+// to ring-flash-attention's own H800 table): every block a kernel call, the merges and gradient sums outside it.
+Machine h100_ib_with_pytorch_stack() {
+  Machine m = load_machine("h100-ib");
+  const Machine fa2 = load_machine("h800-sxm-8");
+  m.step_us = fa2.step_us;
+  m.step_bytes_per_element = fa2.step_bytes_per_element;
+  m.merge_bytes_per_element = fa2.merge_bytes_per_element;
+  m.grad_add_bytes_per_element = fa2.grad_add_bytes_per_element;
+  return m;
+}
+
+std::vector<MagiFigure> magi_figures(const Machine& m = load_machine("h100-ib")) {
   std::vector<MagiFigure> out;
-  const Machine m = load_machine("h100-ib");
   for (const auto& r : published_table("magi_attention_h100.json")["rows"]) {
     const Problem p = magi_problem(r);
     const bool backward = r["direction"] == "backward";
@@ -503,15 +514,15 @@ TEST_CASE("MagiAttention's H100 benchmark: Transformer Engine's ring runs 5% to 
   CHECK(checked == 2 * 2 * 4);
 }
 
-TEST_CASE("MagiAttention's H100 benchmark: the model's fastest runs within 3% of the published fastest but once") {
-  // Per mask, pass and size, over the four baselines: the one the model puts fastest, at its published rate, is
-  // within 3% of the published fastest, in 15 of the 16 comparisons. The one left is the full mask's forward on 8
-  // GPUs, where the four are within 1.5% of each other in the model and its ring comes first, the ring the benchmark
-  // measured slowest (the test above says why).
+namespace {
+
+// The comparisons (mask, pass, GPUs) where the baseline the model puts fastest ran, as published, more than 3% slower
+// than the published fastest; with the model's pick.
+std::vector<std::tuple<std::string, std::string, int, std::string>> picks_off(const std::vector<MagiFigure>& all) {
   std::map<std::tuple<std::string, std::string, int>, std::vector<MagiFigure>> groups;
-  for (const MagiFigure& f : magi_figures()) groups[{f.mask, f.direction, f.gpus}].push_back(f);
+  for (const MagiFigure& f : all) groups[{f.mask, f.direction, f.gpus}].push_back(f);
   REQUIRE(groups.size() == 16);
-  int misses = 0;
+  std::vector<std::tuple<std::string, std::string, int, std::string>> off;
   for (const auto& [key, figures] : groups) {
     const MagiFigure* pick = &figures.front();
     double published_best = 0;
@@ -519,18 +530,48 @@ TEST_CASE("MagiAttention's H100 benchmark: the model's fastest runs within 3% of
       if (f.model > pick->model) pick = &f;
       published_best = std::max(published_best, f.published);
     }
-    CAPTURE(std::get<0>(key));
-    CAPTURE(std::get<1>(key));
-    CAPTURE(std::get<2>(key));
-    CAPTURE(pick->method);
-    if (pick->published >= 0.97 * published_best) continue;
-    ++misses;
-    CHECK(std::get<0>(key) == "full");
-    CHECK(std::get<1>(key) == "forward");
-    CHECK(std::get<2>(key) == 8);
-    CHECK(pick->method == "ring_p2p");
+    if (pick->published < 0.97 * published_best)
+      off.emplace_back(std::get<0>(key), std::get<1>(key), std::get<2>(key), pick->method);
   }
-  CHECK(misses == 1);
+  return off;
+}
+
+}  // namespace
+
+TEST_CASE("MagiAttention's H100 benchmark with ring-flash-attention's stack costs: every baseline within 16%") {
+  // The benchmark's baselines are PyTorch-level implementations, like ring-flash-attention's: with that stack's
+  // costs, fitted to ring-flash-attention's H800 table (no figure of this benchmark), the ring comes within 15.5%
+  // too, and the other three stay within 9% (docs/predictions.md, section 2).
+  const Machine torch = h100_ib_with_pytorch_stack();
+  REQUIRE(torch.merge_bytes_per_element > 0);
+  std::map<std::string, double> worst;
+  for (const MagiFigure& f : magi_figures(torch)) {
+    CAPTURE(f.mask);
+    CAPTURE(f.direction);
+    CAPTURE(f.method);
+    CAPTURE(f.gpus);
+    CAPTURE(f.model);
+    worst[f.method] = std::max(worst[f.method], relative_error(f.model, f.published));
+  }
+  REQUIRE(worst.size() == 4);
+  CHECK(worst["ring_p2p"] <= 0.16);
+  CHECK(worst["ring_p2p"] >= 0.15);  // its causal backward on 8 GPUs, 15.5%: the one figure over 15%
+  for (const char* other : {"ulysses", "ring_allgather", "usp"}) {
+    CAPTURE(other);
+    CHECK(worst[other] <= 0.09);
+  }
+  CHECK(picks_off(magi_figures(torch)).empty());  // and the fastest choice within 3% in all 16 comparisons
+}
+
+TEST_CASE("MagiAttention's H100 benchmark: the model's fastest runs within 3% of the published fastest but once") {
+  // Per mask, pass and size, over the four baselines: the one the model puts fastest, at its published rate, is
+  // within 3% of the published fastest, in 15 of the 16 comparisons. The one left is the full mask's forward on 8
+  // GPUs, where the four are within 1.5% of each other in the model and its ring comes first, the ring the benchmark
+  // measured slowest (the Transformer Engine ring's test says why; with ring-flash-attention's stack costs none is
+  // left: the test before this one).
+  const auto off = picks_off(magi_figures());
+  REQUIRE(off.size() == 1);
+  CHECK(off.front() == std::make_tuple(std::string("full"), std::string("forward"), 8, std::string("ring_p2p")));
 }
 
 TEST_CASE("the Transformer Engine ring's slowdown plan quotes is the model's own at MagiAttention's ring points") {
