@@ -374,7 +374,8 @@ Nearest nearest_published(const Problem& p, const std::string& machine, bool bac
                      log2_ratio(p.batch, pt.problem.batch) + (pt.machine == machine ? 0 : 1) +
                      ((p.ranks > 1) != (pt.problem.ranks > 1) ? 1 : 0) + (pt.backward != backward ? 0.5 : 0) +
                      (pt.problem.causal != p.causal ? 0.5 : 0);
-    // Among points as near, the one that runs the strategy asked about, then the shape's sharding.
+    // Among points as near, the one that runs the strategy asked about, then the shape's sharding, then the one
+    // whose number of ranks is nearest.
     const int match =
         (strategy && !pt.one_gpu_rate && pt.strategy.kind == strategy->kind && pt.strategy.a2a == strategy->a2a ? 2
                                                                                                                 : 0) +

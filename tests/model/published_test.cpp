@@ -59,6 +59,11 @@ TEST_CASE("a shape away from every published point says how far, in tokens per r
   CHECK(n.error == doctest::Approx(published_error(*n.point)));
   const Nearest other = nearest_published(p, "h100-sxm-8", true);
   CHECK(other.distance >= n.distance);  // another machine, or a one-GPU rate, is no nearer
+  p.causal = false;  // every A100 run published is causal: the same point, half a step farther, and said so
+  const Nearest full = nearest_published(p, "a100-sxm-8", true);
+  CHECK(full.point == n.point);
+  CHECK(full.distance == doctest::Approx(2.5));
+  CHECK(full.how_far == "S/C 2K against 8K (4x fewer), causal there");
 }
 
 TEST_CASE("a multi-node H100 shape is told MagiAttention's run with its mask, strategy and nearest ranks") {
