@@ -45,8 +45,8 @@ std::string ranks_fix(const model::PlanSpec& spec, int most) {
 
 // Megatron-LM's p2p is Transformer Engine's ring, which runs every block from Python and ran slower than the model's
 // ring where measured, on a machine that counts the strategy code's own costs only (model::
-// kTransformerEngineRingSlower). A machine with a stack's costs (framework.*, as the FlashAttention-2 presets carry
-// ring-flash-attention's) already counts what such a ring adds.
+// kTransformerEngineRingSlower). A machine with a stack's costs (framework.*: --stack pytorch, or the
+// FlashAttention-2 presets, which carry ring-flash-attention's) already counts what such a ring adds.
 bool runs_te_ring(const model::FrameworkSetting& f, const model::StrategyChoice& c, const model::Machine& m) {
   const bool own_costs_only = m.step_us == 0 && m.step_bytes_per_element == 0 && m.merge_bytes_per_element == 0 &&
                               m.grad_add_bytes_per_element == 0;
@@ -156,8 +156,8 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
       std::cout << "  (Transformer Engine's ring, which Megatron-LM's p2p runs, took "
                 << fixed(model::kTransformerEngineRingSlower[0], 2) << "x to "
                 << fixed(model::kTransformerEngineRingSlower[1], 2)
-                << "x the model's ring time in MagiAttention's H100 benchmark, and within 16% of it with ring-flash-"
-                   "attention's stack costs: docs/predictions.md, section 2)\n";
+                << "x the model's ring time in MagiAttention's H100 benchmark; add --stack pytorch to model its stack, "
+                   "within 16% there: docs/predictions.md, section 2)\n";
   }
   if (!plan.rejected.empty()) {
     std::cout << "\nRejected:\n";
@@ -272,7 +272,7 @@ int cmd_plan(const std::vector<std::string>& args) {
           "give --layers and --hidden together (e.g. --layers 32 --hidden 4096)");
   require(top >= 1, "--top must be at least 1 (got " + std::to_string(top) + ")", "use --top 5");
   model::PlanSpec spec;
-  spec.machine = model::load_machine(shape.machine);
+  spec.machine = model_machine(shape);
   spec.backward = vm.count("forward-only") == 0;
   spec.layers = layers;
   spec.hidden = hidden;

@@ -362,7 +362,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   require(!(vm.count("seq") && !vm["seqs"].defaulted()), "--seq and --seqs both name the lengths",
           "give one: --seq 16K, or --seqs 16K,32K");
   PredictSpec spec;
-  spec.machine = model::load_machine(shape.machine);
+  spec.machine = model_machine(shape);
   spec.keep_programs = vm.count("sensitivity") > 0;
   spec.backward = vm.count("forward-only") == 0;
   spec.problem = model_problem(shape, vm, kFlagSharding | kFlagKvReplicate, spec.machine);

@@ -70,7 +70,7 @@ std::vector<std::pair<int, model::InferenceTime>> decode_by_ranks(InferenceProbl
 constexpr std::int64_t kDecodeMost = 64;  // decode is offered up to this many new tokens (inference.cpp)
 
 model::Machine inference_machine(const ModelShapeOptions& shape, const InferenceFlags& f, const po::variables_map& vm) {
-  model::Machine m = model::load_machine(shape.machine);
+  model::Machine m = model_machine(shape);
   return vm.count("ranks-per-node") ? model::with_ranks_per_node(m, f.ranks_per_node) : m;
 }
 

@@ -25,8 +25,21 @@ void add_model_shape_options(po::options_description& desc, ModelShapeOptions& o
     presets += "FILE.json";
   }
   desc.add_options()("machine", po::value(&o.machine)->default_value(o.machine), presets.c_str())(
+      "stack", po::value(&o.stack),
+      "fused | pytorch: the software stack's costs (fused: the strategy code's own; pytorch: every block issued "
+      "from Python, as Megatron-LM, Transformer Engine and ring-flash-attention do); default: the machine's own")(
       "forward-only", "the forward pass only");
   add_problem_options(desc, o.shape, kShapeFlags | more);
+}
+
+model::Machine model_machine(const ModelShapeOptions& o) {
+  model::Machine m = model::load_machine(o.machine);
+  if (o.stack.empty()) return m;
+  require(o.stack == "fused" || o.stack == "pytorch",
+          "--stack must be fused or pytorch (the software stack that runs the strategies), not '" + o.stack + "'",
+          "use --stack pytorch for Megatron-LM, Transformer Engine or ring-flash-attention, --stack fused for the "
+          "strategy code's own costs");
+  return model::with_stack(m, o.stack == "pytorch" ? model::SoftwareStack::pytorch : model::SoftwareStack::fused);
 }
 
 std::int64_t parse_seq(const std::string& flag, const std::string& text) {

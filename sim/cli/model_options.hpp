@@ -16,6 +16,7 @@ namespace cpsim::cli {
 
 struct ModelShapeOptions {
   std::string machine = "h100-sxm-8";
+  std::string stack;  // --stack: fused | pytorch; empty: the machine's own framework costs
   ProblemOptions shape = [] {
     ProblemOptions o;
     o.ranks = 8;
@@ -26,9 +27,11 @@ struct ModelShapeOptions {
   }();
 };
 
-// --machine, --forward-only, and of the problem flags --ranks, --batch, --heads, --kv-heads, --head-dim, --dtype,
-// --full and the ones in `more` (predict adds --sharding and --kv-replicate).
+// --machine, --stack, --forward-only, and of the problem flags --ranks, --batch, --heads, --kv-heads, --head-dim,
+// --dtype, --full and the ones in `more` (predict adds --sharding and --kv-replicate).
 void add_model_shape_options(po::options_description& desc, ModelShapeOptions& o, unsigned more = 0);
+// The machine --machine names, with the framework costs of --stack when given (UsageError for another stack).
+model::Machine model_machine(const ModelShapeOptions& o);
 // The problem (seq left to the caller), after checking C against the counting run's limit and the machine's nodes.
 Problem model_problem(const ModelShapeOptions& o, const po::variables_map& vm, unsigned more,
                       const model::Machine& machine);

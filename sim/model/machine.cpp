@@ -621,4 +621,14 @@ void check_fits(const Machine& m, int ranks) {
           Fix{{"--ranks " + std::to_string(most) + " or less", "--machine h100-ib for several nodes"}});
 }
 
+Machine with_stack(Machine m, SoftwareStack stack) {
+  const bool pytorch = stack == SoftwareStack::pytorch;
+  m.step_us = 0;
+  m.step_bytes_per_element = pytorch ? kDefaultStepBytesPerElement : 0;
+  m.merge_bytes_per_element = pytorch ? kPytorchMergeBytes : 0;
+  m.grad_add_bytes_per_element = pytorch ? kPytorchGradAddBytes : 0;
+  m.name += pytorch ? ", pytorch stack" : ", fused stack";
+  return m;
+}
+
 }  // namespace cpsim::model

@@ -115,6 +115,19 @@ struct Machine {
 constexpr double kDefaultLaunchUs = 2;
 constexpr double kDefaultCollectiveBaseUs = 8.4;
 constexpr double kDefaultStepBytesPerElement = 12.3;
+
+// The software stack that runs the strategies (`--stack`), as the framework costs above:
+//   fused    the strategy code's own: its merge and in-kernel gradient sums counted as issued, no per-step cost
+//            (the H100 presets' stack)
+//   pytorch  a stack that issues every block from Python, as ring-flash-attention's, Transformer Engine's and
+//            Megatron-LM's rings do: kDefaultStepBytesPerElement per step, kPytorchMergeBytes per merged element,
+//            kPytorchGradAddBytes per gradient element summed (ring-flash-attention's, which the FlashAttention-2
+//            presets carry; MagiAttention's H100 baselines are met within 16% with them, docs/predictions.md)
+enum class SoftwareStack { fused, pytorch };
+constexpr double kPytorchMergeBytes = 38;    // ring-flash-attention's update_out_and_lse: four f32 passes
+constexpr double kPytorchGradAddBytes = 10;  // a bf16 dq/dk/dv buffer added into f32 accumulators: 4 + 2 + 4
+// The machine with that stack's framework costs; its name says so ("h100-ib, pytorch stack").
+Machine with_stack(Machine m, SoftwareStack stack);
 // The kernel's peak rate over head dims D as R D / (D + D0): the FlashAttention-3 paper's non-causal forward
 // peaks (497, 648, 756 TFLOP/s at d = 64, 128, 256; Fig. 5, 16K) give D0 = 55.9 from d = 64 and 128 and then
 // 764 at d = 256 (+1.1%). A machine with two head dims or more takes D0 from its two smallest full forward

@@ -179,10 +179,10 @@ Entries ring_flash_attention_stack(const std::string& machine, double step_bytes
            "least squares (relative time error, >= 0) over ring-flash-attention's README ring rows (32 heads) on "
            "this machine, it/s: " + rows + " (cpsim calibrate --published prints the fit and its residuals); "
            "per element, not per step: its 5-head table leaves a sixth as much per step (docs/model.md, 4.1)"},
-          {"framework.merge_bytes_per_element", 38,
+          {"framework.merge_bytes_per_element", kPytorchMergeBytes,
            "ring-flash-attention utils.py update_out_and_lse keeps out in fp32 and merges in four elementwise "
            "passes: block_out.to(f32) 2+4, out-block_out 4+4+4, x sigmoid 4+4, out-x 4+4+4 = 38 bytes per element"},
-          {"framework.grad_add_bytes_per_element", 10,
+          {"framework.grad_add_bytes_per_element", kPytorchGradAddBytes,
            "ring-flash-attention adds each block's bf16 dq/dk/dv buffer into fp32 accumulators: read 4+2, write 4"}};
 }
 

@@ -193,8 +193,8 @@ TEST_CASE("plan prints what to pass each framework for its choice, or why the fr
   // Megatron-LM's and Transformer Engine's fastest here is the ring: what their ring measured against the model's
   CHECK(r.out.find("the fastest Megatron-LM can run: ring, zigzag") != std::string::npos);
   CHECK(r.out.find("(Transformer Engine's ring, which Megatron-LM's p2p runs, took 1.13x to 1.44x the model's ring "
-                   "time in MagiAttention's H100 benchmark, and within 16% of it with ring-flash-attention's stack "
-                   "costs: docs/predictions.md, section 2)") != std::string::npos);
+                   "time in MagiAttention's H100 benchmark; add --stack pytorch to model its stack, within 16% "
+                   "there: docs/predictions.md, section 2)") != std::string::npos);
   // --json gives the same range on each framework entry that runs the ring, and on no other
   const auto j = run_cli("plan --ranks 8 --heads 32 --kv-heads 8 --seq 1M --json", "plan_frameworks_json");
   REQUIRE(j.rc == 0);
@@ -241,4 +241,44 @@ TEST_CASE("plan on one of USP's small shapes names that run and says its gap is 
   CHECK(r.out.find("Nearest published point the model is checked against: USP's A100 table, Ulysses 4 x ring 2 "
                    "(zigzag), forward on a100-sxm-8; this shape: the same shape and machine; the model is off by "
                    "+136.2% there.") != std::string::npos);
+}
+
+TEST_CASE("predict and plan take --stack: pytorch adds a Python-driven stack's costs, fused removes them") {
+  // h100-ib counts the strategy code's own costs; --stack pytorch gives it ring-flash-attention's (model::with_stack)
+  const std::string shape = "--machine h100-ib --ranks 8 --heads 64 --kv-heads 8 --seq 64K --strategies ring --json";
+  const auto own = run_cli("predict " + shape, "stack_own");
+  const auto torch = run_cli("predict " + shape + " --stack pytorch", "stack_pytorch");
+  REQUIRE(own.rc == 0);
+  REQUIRE(torch.rc == 0);
+  const auto total_ms = [](const std::string& out) {
+    return cpsim::test::parse_output(out)["rows"][0]["cells"][0]["total_ms"].get<double>();
+  };
+  const double own_ms = total_ms(own.out), torch_ms = total_ms(torch.out);
+  Problem p;
+  p.ranks = 8;
+  p.heads = 64;
+  p.kv_heads = 8;
+  p.head_dim = 128;
+  p.dtype = DType::bf16;
+  p.seq = 65536;
+  const model::Machine m = model::with_stack(model::load_machine("h100-ib"), model::SoftwareStack::pytorch);
+  CHECK(torch_ms == doctest::Approx(model::predict_cell(p, {StrategyKind::ring, 0}, m, true, 1).total_us / 1e3));
+  CHECK(torch_ms > own_ms);
+  CHECK(cpsim::test::parse_output(torch.out)["machine"]["name"] == "h100-ib, pytorch stack");
+  // fused takes a FlashAttention-2 preset's stack costs away
+  const auto a100 = run_cli("predict --machine a100-sxm-8 --seq 64K --strategies ring --json", "stack_a100");
+  const auto a100_fused =
+      run_cli("predict --machine a100-sxm-8 --seq 64K --strategies ring --json --stack fused", "stack_a100_fused");
+  CHECK(total_ms(a100_fused.out) < total_ms(a100.out));
+  // plan on a machine with a stack's costs does not quote the Transformer Engine ring's range
+  const auto plan = run_cli("plan --machine h100-ib --ranks 8 --heads 5 --seq 256K --stack pytorch", "stack_plan");
+  REQUIRE(plan.rc == 0);
+  CHECK(plan.out.find("--cp-comm-type p2p") != std::string::npos);
+  CHECK(plan.out.find("Transformer Engine's ring") == std::string::npos);
+  // another stack: one line naming the choices and a fix, exit 2
+  const auto bad = run_cli("predict --stack tensorflow", "stack_bad");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("--stack must be fused or pytorch") != std::string::npos);
+  CHECK(bad.err.find("use --stack pytorch") != std::string::npos);
+  CHECK(count_lines(bad.err) == 1);
 }

@@ -455,17 +455,9 @@ struct MagiFigure {
   double published = 0, model = 0;
 };
 
-// h100-ib with the stack costs of ring-flash-attention's PyTorch-level ring (h800-sxm-8's framework section, fitted
-// to ring-flash-attention's own H800 table): every block a kernel call, the merges and gradient sums outside it.
-Machine h100_ib_with_pytorch_stack() {
-  Machine m = load_machine("h100-ib");
-  const Machine fa2 = load_machine("h800-sxm-8");
-  m.step_us = fa2.step_us;
-  m.step_bytes_per_element = fa2.step_bytes_per_element;
-  m.merge_bytes_per_element = fa2.merge_bytes_per_element;
-  m.grad_add_bytes_per_element = fa2.grad_add_bytes_per_element;
-  return m;
-}
+// h100-ib with the stack costs of a Python-driven ring (--stack pytorch: ring-flash-attention's, fitted to its own
+// tables): every block a kernel call, the merges and gradient sums outside it.
+Machine h100_ib_with_pytorch_stack() { return with_stack(load_machine("h100-ib"), SoftwareStack::pytorch); }
 
 std::vector<MagiFigure> magi_figures(const Machine& m = load_machine("h100-ib")) {
   std::vector<MagiFigure> out;
