@@ -91,12 +91,15 @@ void check_output_folder(const std::string& flag, const std::string& dir) {
   const std::string what = "--" + flag + " " + dir;
   const fs::path p(dir);
   std::error_code ec;
-  if (fs::exists(p, ec)) {
-    if (!fs::is_directory(p, ec)) throw UsageError(what + " exists and is not a folder; name a new or existing folder");
-    if (::access(p.c_str(), W_OK | X_OK) != 0)
+  // One look at it (another process of an mpirun job may create and remove it between two): a folder that is there
+  // is checked; one that is gone by the time it is checked is treated as not there.
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_directory(st)) throw UsageError(what + " exists and is not a folder; name a new or existing folder");
+    if (::access(p.c_str(), W_OK | X_OK) == 0) return;
+    if (errno != ENOENT)
       throw UsageError(what + ": cannot write into it (" + std::string(std::strerror(errno)) +
                        "); name a folder you can write");
-    return;
   }
   const fs::path parent = folder_of(p.has_filename() ? p : p.parent_path());
   if (!fs::is_directory(parent, ec))
