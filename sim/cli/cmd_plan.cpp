@@ -48,9 +48,8 @@ std::string ranks_fix(const model::PlanSpec& spec, int most) {
 // kTransformerEngineRingSlower). A machine with a stack's costs (framework.*: --stack pytorch, or the
 // FlashAttention-2 presets, which carry ring-flash-attention's) already counts what such a ring adds.
 bool runs_te_ring(const model::FrameworkSetting& f, const model::StrategyChoice& c, const model::Machine& m) {
-  const bool own_costs_only = m.step_us == 0 && m.step_bytes_per_element == 0 && m.merge_bytes_per_element == 0 &&
-                              m.grad_add_bytes_per_element == 0;
-  return own_costs_only && f.runs && c.kind == StrategyKind::ring && f.framework != "PyTorch context_parallel";
+  return !model::has_stack_costs(m) && f.runs && c.kind == StrategyKind::ring &&
+         f.framework != "PyTorch context_parallel";
 }
 
 void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_t top, int most) {

@@ -621,6 +621,11 @@ void check_fits(const Machine& m, int ranks) {
           Fix{{"--ranks " + std::to_string(most) + " or less", "--machine h100-ib for several nodes"}});
 }
 
+bool has_stack_costs(const Machine& m) {
+  return m.step_us > 0 || m.step_bytes_per_element > 0 || m.merge_bytes_per_element > 0 ||
+         m.grad_add_bytes_per_element > 0;
+}
+
 Machine with_stack(Machine m, SoftwareStack stack) {
   const bool pytorch = stack == SoftwareStack::pytorch;
   m.step_us = 0;

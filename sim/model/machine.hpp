@@ -128,6 +128,8 @@ constexpr double kPytorchMergeBytes = 38;    // ring-flash-attention's update_ou
 constexpr double kPytorchGradAddBytes = 10;  // a bf16 dq/dk/dv buffer added into f32 accumulators: 4 + 2 + 4
 // The machine with that stack's framework costs; its name says so ("h100-ib, pytorch stack").
 Machine with_stack(Machine m, SoftwareStack stack);
+// Whether the machine counts a stack's costs beyond the strategy code's own (any framework cost above 0).
+bool has_stack_costs(const Machine& m);
 // The kernel's peak rate over head dims D as R D / (D + D0): the FlashAttention-3 paper's non-causal forward
 // peaks (497, 648, 756 TFLOP/s at d = 64, 128, 256; Fig. 5, 16K) give D0 = 55.9 from d = 64 and 128 and then
 // 764 at d = 256 (+1.1%). A machine with two head dims or more takes D0 from its two smallest full forward

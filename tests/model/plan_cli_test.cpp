@@ -264,6 +264,11 @@ TEST_CASE("predict and plan take --stack: pytorch adds a Python-driven stack's c
   const model::Machine m = model::with_stack(model::load_machine("h100-ib"), model::SoftwareStack::pytorch);
   CHECK(torch_ms == doctest::Approx(model::predict_cell(p, {StrategyKind::ring, 0}, m, true, 1).total_us / 1e3));
   CHECK(torch_ms > own_ms);
+  CHECK(model::has_stack_costs(m));
+  CHECK_FALSE(model::has_stack_costs(model::load_machine("h100-ib")));
+  const model::Machine fa2 = model::load_machine("a100-sxm-8");  // carries ring-flash-attention's stack costs
+  CHECK(model::has_stack_costs(fa2));
+  CHECK_FALSE(model::has_stack_costs(model::with_stack(fa2, model::SoftwareStack::fused)));
   CHECK(cpsim::test::parse_output(torch.out)["machine"]["name"] == "h100-ib, pytorch stack");
   // fused takes a FlashAttention-2 preset's stack costs away
   const auto a100 = run_cli("predict --machine a100-sxm-8 --seq 64K --strategies ring --json", "stack_a100");
