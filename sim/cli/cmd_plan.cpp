@@ -10,6 +10,7 @@
 #include "sim/cli/model_text.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json.hpp"
+#include "sim/core/sizes.hpp"
 #include "sim/layout/layout.hpp"
 #include "sim/model/frameworks.hpp"
 #include "sim/model/plan.hpp"
@@ -47,8 +48,9 @@ std::string ranks_fix(const model::PlanSpec& spec, int most) {
 // ring where measured, on a machine that counts the strategy code's own costs only (model::
 // kTransformerEngineRingSlower). A machine with a stack's costs (framework.*: --stack pytorch, or the
 // FlashAttention-2 presets, which carry ring-flash-attention's) already counts what such a ring adds.
-bool runs_te_ring(const model::FrameworkSetting& f, const model::StrategyChoice& c, const model::Machine& m) {
-  return !model::has_stack_costs(m) && f.runs && c.kind == StrategyKind::ring &&
+bool runs_te_ring(const model::FrameworkSetting& f, const model::StrategyChoice& c, const model::Machine& m,
+                  int ranks) {
+  return ranks > 1 && !model::has_stack_costs(m) && f.runs && c.kind == StrategyKind::ring &&
          f.framework != "PyTorch context_parallel";
 }
 
@@ -61,9 +63,9 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
             << (p.docs.any() ? ", " + std::to_string(p.documents().count()) + " documents" : "")
             << (p.window > 0 ? ", window " + std::to_string(p.window) : "") << ", "
             << (spec.backward ? "forward + backward" : "forward") << "\n"
-            << "on " << p.ranks << " ranks of " << m.name << " (" << m.nodes_for(p.ranks) << " node(s) of "
-            << m.ranks_per_node << ", " << fixed(m.memory_gb * 1e9 / (1 << 30), 1) << " GiB per GPU, sold as "
-            << fixed(m.memory_gb, 0) << " GB)";
+            << "on " << p.ranks << (p.ranks == 1 ? " rank of " : " ranks of ") << m.name << " (" << m.nodes_for(p.ranks)
+            << " node(s) of " << m.ranks_per_node << ", " << fixed(m.memory_gb * 1e9 / (1 << 30), 1)
+            << " GiB per GPU, sold as " << fixed(m.memory_gb, 0) << " GB)";
   if (spec.layers > 0)
     std::cout << "; activations of " << spec.layers << " layers of hidden size " << spec.hidden << " counted";
   std::cout << "\n"
@@ -119,7 +121,8 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
                   << ", memory ops " << percent_ms(v.memory_us) << ", imbalance " << percent_ms(v.imbalance_us)
                   << ", exposed " << percent_ms(v.exposed_us) << " ms)";
       if (next.total_bytes() < best.total_bytes())
-        std::cout << "; the runner-up needs " << gib(best.total_bytes() - next.total_bytes()) << " GiB less memory";
+        std::cout << "; the runner-up needs "
+                  << format_bytes(static_cast<double>(best.total_bytes() - next.total_bytes())) << " less memory";
       std::cout << "\n";
       if (!v.tie && v.gap <= std::fabs(near.error))
         std::cout << "The gap is within the model's error at the nearest published point ("
@@ -132,7 +135,7 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
     bool te_ring = false;
     for (const auto& f : model::framework_settings(run, best.candidate.strategy)) {
       std::cout << "  " << left(f.framework + ":", 26) << (f.runs ? f.settings : "cannot run it: " + f.why_not) << "\n";
-      te_ring = te_ring || runs_te_ring(f, best.candidate.strategy, spec.machine);
+      te_ring = te_ring || runs_te_ring(f, best.candidate.strategy, spec.machine, p.ranks);
     }
     // Where a framework cannot run the fastest: the fastest it can, and what that costs.
     const auto names = model::framework_settings(run, best.candidate.strategy);
@@ -147,7 +150,7 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
         const double t = e.cell.time_us(spec.backward), t0 = best.cell.time_us(spec.backward);
         std::cout << "  the fastest " << f.framework << " can run: " << e.candidate.label << ", " << ms(t) << " ms ("
                   << percent(t / t0 - 1) << "): " << f.settings << "\n";
-        te_ring = te_ring || runs_te_ring(f, e.candidate.strategy, spec.machine);
+        te_ring = te_ring || runs_te_ring(f, e.candidate.strategy, spec.machine, p.ranks);
         break;
       }
     }
@@ -178,7 +181,7 @@ void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_
                  {"runs", f.runs},
                  {f.runs ? "settings" : "why_not", f.runs ? f.settings : f.why_not}};
       // its ring's measured time over the model's (MagiAttention's benchmark)
-      if (runs_te_ring(f, e.candidate.strategy, spec.machine))
+      if (runs_te_ring(f, e.candidate.strategy, spec.machine, p.ranks))
         entry["measured_time_over_model"] = {model::kTransformerEngineRingSlower[0],
                                              model::kTransformerEngineRingSlower[1]};
       frameworks.push_back(std::move(entry));

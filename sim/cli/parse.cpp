@@ -7,8 +7,9 @@
 #include <limits>
 #include <optional>
 
-#include "sim/core/error.hpp"
 #include "sim/cli/flag_names.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/sizes.hpp"
 
 namespace cpsim::cli {
 namespace {
@@ -165,31 +166,21 @@ std::vector<std::string> split_list(const std::string& flag, const std::string& 
 
 std::size_t parse_size(const std::string& flag, const std::string& text) {
   const std::string what = "--" + flag + " '" + text + "'";
-  std::size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0) throw UsageError(what + " is not a size; use a whole number with an optional K, M, G or T suffix");
-  const std::string suffix = text.substr(digits);
-  if (!suffix.empty() && (suffix[0] == '.' || suffix[0] == 'e' || suffix[0] == 'E'))  // "1.5", "1e6"
-    throw UsageError(what + " is not a whole number; use a whole number with an optional K, M, G or T suffix");
-  int shift = -1;
-  if (suffix.empty()) shift = 0;
-  if (suffix.size() == 1) switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      case 'T': shift = 40; break;
-    }
-  if (shift < 0) throw UsageError(what + " has an unknown suffix; use K, M, G or T (powers of 1024)");
-  constexpr auto kMax = std::numeric_limits<unsigned long long>::max();
-  const std::string too_large = what + " is too large for a size (at most 2^64 - 1); use a number such as 16K or 1M";
-  unsigned long long v = 0;
-  for (std::size_t i = 0; i < digits; ++i) {
-    const unsigned d = static_cast<unsigned>(text[i] - '0');
-    if (v > (kMax - d) / 10) throw UsageError(too_large);
-    v = v * 10 + d;
+  const ReadSize r = read_size(text);
+  switch (r.status) {
+    case SizeText::ok:
+      break;
+    case SizeText::not_a_size:
+      throw UsageError(what + " is not a size; use a whole number with an optional K, M, G or T suffix");
+    case SizeText::not_whole:
+      throw UsageError(what + " is not a whole number; use a whole number with an optional K, M, G or T suffix");
+    case SizeText::unknown_suffix:
+      throw UsageError(what + " has an unknown suffix; use K, M, G or T (powers of 1024)");
+    case SizeText::too_large:
+      throw UsageError(what + " is too large for a size (at most 2^64 - 1); use a number such as 16K or 1M");
   }
-  if (v > (kMax >> shift)) throw UsageError(too_large);
-  return static_cast<std::size_t>(v << shift);
+  static_assert(sizeof(std::size_t) == sizeof(std::uint64_t));
+  return static_cast<std::size_t>(r.value);
 }
 
 std::int64_t parse_size64(const std::string& flag, const std::string& text) {

@@ -1,7 +1,9 @@
 #include "sim/core/sizes.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "sim/core/error.hpp"
 
@@ -24,6 +26,33 @@ std::int64_t multiple_for_fix(std::int64_t x, std::int64_t m) {
   if (below == x) return x;
   const std::optional<std::int64_t> above = checked_add(below, m);
   return above ? *above : below;
+}
+
+ReadSize read_size(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0) return {SizeText::not_a_size};
+  const std::string_view suffix = text.substr(digits);
+  if (!suffix.empty() && (suffix[0] == '.' || suffix[0] == 'e' || suffix[0] == 'E'))  // "1.5", "1e6"
+    return {SizeText::not_whole};
+  int shift = -1;
+  if (suffix.empty()) shift = 0;
+  if (suffix.size() == 1) switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      case 'T': shift = 40; break;
+    }
+  if (shift < 0) return {SizeText::unknown_suffix};
+  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < digits; ++i) {
+    const unsigned d = static_cast<unsigned>(text[i] - '0');
+    if (v > (kMax - d) / 10) return {SizeText::too_large};
+    v = v * 10 + d;
+  }
+  if (v > (kMax >> shift)) return {SizeText::too_large};
+  return {SizeText::ok, v << shift};
 }
 
 std::string format_bytes(double b) {

@@ -5,6 +5,7 @@
 //   tensor_bytes                the bytes of one tensor of the given extents, refused (UsageError, exit 2) with a line
 //                               naming the tensor, its size and a fix when it is more than one process could address
 //   format_bytes                "1.5 GiB" (binary units), the one form sizes take in tables and messages
+//   read_size                   "64M" -> 67108864: the one reading of a size typed by a user (a flag, a list)
 //
 // What one process could address: a 48-bit virtual address space (x86-64 with 4-level paging, AArch64), of which
 // user space is the lower half, 2^47 bytes = 128 TiB. No tensor of cpsim may be larger, whatever the memory.
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cpsim {
@@ -42,6 +44,14 @@ std::int64_t tensor_bytes(const std::string& name, const std::vector<Extent>& ex
 
 // Sums byte counts, refusing (UsageError naming `what`) a total over kAddressableBytes.
 std::int64_t total_bytes(const std::string& what, const std::vector<std::int64_t>& parts);
+
+// A size as typed: digits and an optional K, M, G or T (powers of 1024, either case). The caller words the error.
+enum class SizeText { ok, not_a_size, not_whole, unknown_suffix, too_large };
+struct ReadSize {
+  SizeText status = SizeText::not_a_size;
+  std::uint64_t value = 0;  // when ok
+};
+ReadSize read_size(std::string_view text);
 
 // "512 B", "4.0 KiB", "1.5 GiB": binary units, one decimal.
 std::string format_bytes(double bytes);

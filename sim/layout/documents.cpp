@@ -9,6 +9,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/random.hpp"
+#include "sim/core/sizes.hpp"
 #include "sim/os/input_file.hpp"
 
 namespace cpsim {
@@ -173,10 +174,13 @@ DocSpec parse_docs(const std::string& text) {
   while (!rest.empty()) {
     const auto comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
-    std::int64_t L = 0;
-    require(parse_int(item, L) && L >= 1,
-            "--docs " + text + ": '" + std::string(item) + "' is not a document length (a whole number >= 1)", fix);
-    d.lengths.push_back(L);
+    const ReadSize L = read_size(item);  // 4096, 4K, 1M
+    require(L.status == SizeText::ok && L.value >= 1 &&
+                L.value <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+            "--docs " + text + ": '" + std::string(item) +
+                "' is not a document length (a whole number >= 1, with an optional K, M, G or T: powers of 1024)",
+            fix);
+    d.lengths.push_back(static_cast<std::int64_t>(L.value));
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
     require(!rest.empty(), "--docs " + text + " ends in a comma; every entry is a document length", fix);

@@ -154,6 +154,11 @@ FrameworkSetting pytorch(const Problem& p, const StrategyChoice& c) {
 }  // namespace
 
 std::vector<FrameworkSetting> framework_settings(const Problem& p, const StrategyChoice& c) {
+  // One rank: no context parallelism to set up, whatever cpsim calls the (trivial) strategy.
+  if (p.ranks == 1)
+    return {{"Megatron-LM", true, "--context-parallel-size 1 (the default: no context parallelism)", ""},
+            {"Transformer Engine", true, "no set_context_parallel_group call (one rank: no context parallelism)", ""},
+            {"PyTorch context_parallel", true, "no context_parallel context (one rank: plain SDPA)", ""}};
   return {megatron(p, c), transformer_engine(p, c), pytorch(p, c)};
 }
 

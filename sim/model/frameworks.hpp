@@ -33,7 +33,8 @@ struct FrameworkSetting {
   std::string why_not;   // what it lacks, when it does not
 };
 
-// p: the problem as the candidate runs it (ranks, heads, mask, sharding, kv_replicate).
+// p: the problem as the candidate runs it (ranks, heads, mask, sharding, kv_replicate). On one rank every framework
+// runs it without context parallelism.
 std::vector<FrameworkSetting> framework_settings(const Problem& p, const StrategyChoice& c);
 
 }  // namespace cpsim::model

@@ -81,3 +81,18 @@ TEST_CASE("sizes print in binary units with one decimal") {
   CHECK(format_bytes(1.5 * (1 << 30)) == "1.5 GiB");
   CHECK(format_bytes(static_cast<double>(kAddressableBytes)) == "128.0 TiB");
 }
+
+TEST_CASE("a typed size is digits and an optional K, M, G or T, in powers of 1024, or what is wrong with it") {
+  CHECK(read_size("64").value == 64);
+  CHECK(read_size("4k").value == 4096);
+  CHECK(read_size("1M").value == 1u << 20);
+  CHECK(read_size("2T").value == std::uint64_t{2} << 40);
+  CHECK(read_size("").status == SizeText::not_a_size);
+  CHECK(read_size("-1").status == SizeText::not_a_size);
+  CHECK(read_size("1.5K").status == SizeText::not_whole);
+  CHECK(read_size("1e6").status == SizeText::not_whole);
+  CHECK(read_size("4KB").status == SizeText::unknown_suffix);
+  CHECK(read_size("18446744073709551615").status == SizeText::ok);
+  CHECK(read_size("18446744073709551616").status == SizeText::too_large);
+  CHECK(read_size("16777216T").status == SizeText::too_large);  // 2^24 x 2^40 = 2^64
+}

@@ -81,3 +81,11 @@ TEST_CASE("a distribution line that is not a range and a count is refused with i
   CHECK_THROWS_WITH_AS(resolve_documents(spec, 64, 4), doctest::Contains("needs at least 8 tokens per document"),
                        UsageError);
 }
+
+TEST_CASE("document lengths take the size suffixes the other flags take: 4K is 4096") {
+  CHECK(parse_docs("4K,512,1M").lengths == std::vector<std::int64_t>{4096, 512, 1 << 20});
+  CHECK_THROWS_WITH_AS(parse_docs("4X,8"), doctest::Contains("'4X' is not a document length"), UsageError);
+  CHECK_THROWS_WITH_AS(parse_docs("8,0"), doctest::Contains("'0' is not a document length"), UsageError);
+  // 9000000 x 2^40 fits 64 bits unsigned, not a signed length (past 2^63 - 1)
+  CHECK_THROWS_WITH_AS(parse_docs("8,9000000T"), doctest::Contains("is not a document length"), UsageError);
+}

@@ -82,3 +82,15 @@ TEST_CASE("a sharding or a mask a framework lacks is said plainly") {
   replicated.kv_replicate = true;
   CHECK_FALSE(named(framework_settings(replicated, {StrategyKind::ulysses, 0}), "Transformer Engine").runs);
 }
+
+TEST_CASE("on one rank every framework runs the shape without context parallelism, whatever the sharding") {
+  Problem one = shape(Sharding::striped);
+  one.ranks = 1;
+  for (const auto& f : framework_settings(one, {StrategyKind::ring, 0})) {
+    CAPTURE(f.framework);
+    CHECK(f.runs);
+    CHECK(f.settings.find("no context") != std::string::npos);
+  }
+  CHECK(named(framework_settings(one, {StrategyKind::ring, 0}), "Megatron-LM").settings.rfind(
+            "--context-parallel-size 1 ", 0) == 0);
+}

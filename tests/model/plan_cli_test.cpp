@@ -221,6 +221,15 @@ TEST_CASE("plan says nothing of Transformer Engine's ring on a machine that coun
   CHECK(j.out.find("measured_time_over_model") == std::string::npos);
 }
 
+TEST_CASE("plan on one rank sets up no context parallelism and says nothing of a ring") {
+  const auto r = run_cli("plan --ranks 1 --heads 8 --seq 8K", "plan_one_rank");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("Megatron-LM:              --context-parallel-size 1 (the default: no context parallelism)") !=
+        std::string::npos);
+  CHECK(r.out.find("1 ranks") == std::string::npos);
+  CHECK(r.out.find("Transformer Engine's ring") == std::string::npos);
+}
+
 TEST_CASE("plan says nothing of Transformer Engine's ring when no framework is told to run a ring") {
   const auto r = run_cli("plan --machine h100-ib --ranks 32 --heads 64 --kv-heads 8 --seq 256K", "plan_no_ring");
   REQUIRE(r.rc == 0);
