@@ -44,14 +44,16 @@ std::string ranks_fix(const model::PlanSpec& spec, int most) {
   return "no --ranks up to " + std::to_string(most) + " fits (re-checked): use fewer tokens (--seq) or fewer layers";
 }
 
-// Megatron-LM's p2p is Transformer Engine's ring, which runs every block from Python and ran slower than the model's
-// ring where measured, on a machine that counts the strategy code's own costs only (model::
-// kTransformerEngineRingSlower). A machine with a stack's costs (framework.*: --stack pytorch, or the
-// FlashAttention-2 presets, which carry ring-flash-attention's) already counts what such a ring adds.
-bool runs_te_ring(const model::FrameworkSetting& f, const model::StrategyChoice& c, const model::Machine& m,
-                  int ranks) {
-  return ranks > 1 && !model::has_stack_costs(m) && f.runs && c.kind == StrategyKind::ring &&
-         f.framework != "PyTorch context_parallel";
+// The frameworks run every block from Python (Transformer Engine's ring, which Megatron-LM's p2p runs, and PyTorch's
+// context_parallel): on a machine that counts only the strategy code's own costs, plan times their candidates on
+// that stack as well (model::with_stack, pytorch), the stack that met MagiAttention's H100 benchmark within 16%.
+void print_own_stack_note() {
+  std::cout << "  (on its own stack: with --stack pytorch's costs, every block issued from Python as these frameworks "
+               "issue them; the pick's time is the strategy code's own. Transformer Engine's ring took "
+            << fixed(model::kTransformerEngineRingSlower[0], 2) << "x to "
+            << fixed(model::kTransformerEngineRingSlower[1], 2)
+            << "x the strategy code's own ring time in MagiAttention's H100 benchmark, and this stack met it within "
+               "16%: docs/predictions.md, section 2)\n";
 }
 
 void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_t top, int most) {
@@ -132,34 +134,22 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
               << near.point->machine << "; this shape: " << near.how_far << "; the model is off by "
               << percent(near.error) << " there.\n";
     std::cout << "\nTo run " << best.candidate.label << ":\n";
-    bool te_ring = false;
-    for (const auto& f : model::framework_settings(run, best.candidate.strategy)) {
+    for (const auto& f : model::framework_settings(run, best.candidate.strategy))
       std::cout << "  " << left(f.framework + ":", 26) << (f.runs ? f.settings : "cannot run it: " + f.why_not) << "\n";
-      te_ring = te_ring || runs_te_ring(f, best.candidate.strategy, spec.machine, p.ranks);
+    // Each framework's fastest: on its own stack where plan timed one (every framework, said with its time), else
+    // where it cannot run the pick (the fastest it can, and what that costs).
+    const double t0 = best.cell.time_us(spec.backward);
+    bool own_stack = false;
+    for (const auto& pick : model::framework_picks(spec, plan)) {
+      if (!pick || (!pick->own_stack && pick->entry == 0)) continue;
+      const model::PlanEntry& e = plan.fits[pick->entry];
+      own_stack = own_stack || pick->own_stack;
+      std::cout << "  the fastest " << pick->setting.framework << " can run"
+                << (pick->own_stack ? " on its own stack" : "") << ": " << e.candidate.label << ", "
+                << ms(pick->time_us) << " ms (" << percent(pick->time_us / t0 - 1) << "): " << pick->setting.settings
+                << "\n";
     }
-    // Where a framework cannot run the fastest: the fastest it can, and what that costs.
-    const auto names = model::framework_settings(run, best.candidate.strategy);
-    for (std::size_t k = 0; k < names.size(); ++k) {
-      if (names[k].runs) continue;
-      for (const model::PlanEntry& e : plan.fits) {
-        Problem alt = p;
-        alt.sharding = e.candidate.sharding;
-        alt.kv_replicate = e.candidate.kv_replicate;
-        const model::FrameworkSetting f = model::framework_settings(alt, e.candidate.strategy)[k];
-        if (!f.runs) continue;
-        const double t = e.cell.time_us(spec.backward), t0 = best.cell.time_us(spec.backward);
-        std::cout << "  the fastest " << f.framework << " can run: " << e.candidate.label << ", " << ms(t) << " ms ("
-                  << percent(t / t0 - 1) << "): " << f.settings << "\n";
-        te_ring = te_ring || runs_te_ring(f, e.candidate.strategy, spec.machine, p.ranks);
-        break;
-      }
-    }
-    if (te_ring)
-      std::cout << "  (Transformer Engine's ring, which Megatron-LM's p2p runs, took "
-                << fixed(model::kTransformerEngineRingSlower[0], 2) << "x to "
-                << fixed(model::kTransformerEngineRingSlower[1], 2)
-                << "x the model's ring time in MagiAttention's H100 benchmark; add --stack pytorch to model its stack, "
-                   "within 16% there: docs/predictions.md, section 2)\n";
+    if (own_stack) print_own_stack_note();
   }
   if (!plan.rejected.empty()) {
     std::cout << "\nRejected:\n";
@@ -177,14 +167,9 @@ void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_
     run.kv_replicate = e.candidate.kv_replicate;
     Json frameworks = Json::array();
     for (const auto& f : model::framework_settings(run, e.candidate.strategy)) {
-      Json entry{{"framework", f.framework},
-                 {"runs", f.runs},
-                 {f.runs ? "settings" : "why_not", f.runs ? f.settings : f.why_not}};
-      // its ring's measured time over the model's (MagiAttention's benchmark)
-      if (runs_te_ring(f, e.candidate.strategy, spec.machine, p.ranks))
-        entry["measured_time_over_model"] = {model::kTransformerEngineRingSlower[0],
-                                             model::kTransformerEngineRingSlower[1]};
-      frameworks.push_back(std::move(entry));
+      frameworks.push_back({{"framework", f.framework},
+                            {"runs", f.runs},
+                            {f.runs ? "settings" : "why_not", f.runs ? f.settings : f.why_not}});
     }
     fastest.push_back({{"candidate", e.candidate.label},
                        {"strategy", model::choice_label(e.candidate.strategy, p.ranks)},
@@ -201,6 +186,7 @@ void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_
                        {"memory_bytes", e.total_bytes()},
                        {"efficiency", e.cell.efficiency},
                        {"frameworks", std::move(frameworks)}});
+    if (e.framework_cell) fastest.back()["own_stack_time_ms"] = e.framework_cell->time_us(spec.backward) / 1e3;
   }
   Json rejected = Json::array();
   for (const auto& r : plan.rejected) rejected.push_back({{"kind", r.kind}, {"why", r.why}, {"candidates", r.configs}});
@@ -221,6 +207,17 @@ void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_
          {"fits", static_cast<std::int64_t>(plan.fits.size())},
          {"fastest", std::move(fastest)},
          {"rejected", std::move(rejected)}};
+  // Each framework's fastest of every candidate that fits: on its own stack when plan timed one.
+  if (spec.framework_machine) j["own_stack_machine"] = spec.framework_machine->name;
+  Json picks = Json::array();
+  for (const auto& pick : model::framework_picks(spec, plan))
+    if (pick)
+      picks.push_back({{"framework", pick->setting.framework},
+                       {"candidate", plan.fits[pick->entry].candidate.label},
+                       {"time_ms", pick->time_us / 1e3},
+                       {"own_stack", pick->own_stack},
+                       {"settings", pick->setting.settings}});
+  j["framework_fastest"] = std::move(picks);
   if (plan.fits.empty()) {
     const int R = model::smallest_fitting_ranks(spec, most);
     j["fix"] = {{"fewest_ranks_that_fit", R > 0 ? Json(R) : Json(nullptr)}, {"text", ranks_fix(spec, most)}};
@@ -281,6 +278,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   spec.problem = model_problem(shape, vm, 0, spec.machine);
   // --docs without --seq: S is the documents' sum (padded with --pad-docs), as model_problem set it.
   if (!vm["seq"].defaulted() || spec.problem.docs.lengths.empty()) spec.problem.seq = parse_seq("seq", seq);
+  // The frameworks' own stack, where the machine counts only the strategy code's costs (and there is a CP group).
+  if (!model::has_stack_costs(spec.machine) && spec.problem.ranks > 1)
+    spec.framework_machine = model::with_stack(spec.machine, model::SoftwareStack::pytorch);
   // Shape errors every candidate shares (head counts, a length no layout cuts) are the user's to fix; with
   // --pad-docs under the sharding the padding is for.
   // With documents the shardings differ in what they accept: the shape is refused only when none of plan's takes

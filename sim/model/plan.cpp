@@ -84,8 +84,9 @@ Tried try_candidate(const PlanSpec& spec, const Candidate& c, double single, std
   Problem p = spec.problem;
   p.sharding = c.sharding;
   p.kv_replicate = c.kv_replicate;
-  const Cell cell = predict_cell(p, c.strategy, spec.machine, spec.backward, single);
-  Tried t{PlanEntry{c, cell, act}, ""};
+  const Counted counted = count_cell(p, c.strategy, spec.backward);
+  const Cell cell = time_cell(counted, spec.machine, spec.backward, single);
+  Tried t{PlanEntry{c, cell, act, std::nullopt}, ""};
   // The constraint without its fix: the plan itself is the fix (it lists what does run).
   if (!cell.valid) {
     t.refused = cell.why_not ? cell.why_not->constraint() : "not valid";
@@ -98,6 +99,9 @@ Tried try_candidate(const PlanSpec& spec, const Candidate& c, double single, std
                                gib(static_cast<double>(act)) + ")"
                          : "") +
                 ", more than the " + gib(limit) + " a GPU holds";
+  // The same programs on the frameworks' own stack (the kernel is the same: so is the one-GPU time).
+  if (t.refused.empty() && spec.framework_machine)
+    t.entry.framework_cell = time_cell(counted, *spec.framework_machine, spec.backward, single);
   return t;
 }
 
@@ -172,6 +176,7 @@ int smallest_fitting_ranks(const PlanSpec& spec, int most) {
     if (spec.machine.max_nodes > 0 && spec.machine.nodes_for(R) > spec.machine.max_nodes) break;
     PlanSpec at = spec;
     at.problem.ranks = R;
+    at.framework_machine.reset();  // whether a candidate fits is all this asks
     if (!at.problem.docs.lengths.empty() && at.problem.docs.pad) {
       at.problem.seq = documents_seq(at.problem.docs, R);  // the padding to 2R changes S
     }
@@ -183,6 +188,24 @@ int smallest_fitting_ranks(const PlanSpec& spec, int most) {
       if (try_candidate(at, c, single, act).refused.empty()) return R;
   }
   return 0;
+}
+
+std::vector<std::optional<FrameworkPick>> framework_picks(const PlanSpec& spec, const Plan& plan) {
+  std::vector<std::optional<FrameworkPick>> picks;
+  for (std::size_t i = 0; i < plan.fits.size(); ++i) {
+    const PlanEntry& e = plan.fits[i];
+    Problem run = spec.problem;
+    run.sharding = e.candidate.sharding;
+    run.kv_replicate = e.candidate.kv_replicate;
+    const std::vector<FrameworkSetting> settings = framework_settings(run, e.candidate.strategy);
+    picks.resize(settings.size());
+    const Cell& cell = e.framework_cell ? *e.framework_cell : e.cell;
+    const double t = cell.time_us(spec.backward);
+    for (std::size_t k = 0; k < settings.size(); ++k)
+      if (settings[k].runs && (!picks[k] || t < picks[k]->time_us))
+        picks[k] = FrameworkPick{i, settings[k], t, e.framework_cell.has_value()};
+  }
+  return picks;
 }
 
 }  // namespace cpsim::model

@@ -14,9 +14,11 @@
 // A candidate fits when attention peak + activations <= the machine's memory per GPU.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/model/frameworks.hpp"
 #include "sim/model/machine.hpp"
 #include "sim/model/predict.hpp"
 
@@ -28,6 +30,9 @@ struct PlanSpec {
   bool backward = true;
   int layers = 0;           // 0: attention buffers only
   std::int64_t hidden = 0;  // the model's hidden size (with layers)
+  // The machine with the frameworks' own software stack (with_stack(machine, pytorch)), when `machine` counts only
+  // the strategy code's own costs: every candidate that fits is timed on it too, from the same count.
+  std::optional<Machine> framework_machine;
 };
 
 struct Candidate {
@@ -39,8 +44,9 @@ struct Candidate {
 
 struct PlanEntry {
   Candidate candidate;
-  Cell cell;                          // times, exposed communication, attention peak (peak_bytes)
-  std::int64_t activation_bytes = 0;  // per rank
+  Cell cell;                           // times, exposed communication, attention peak (peak_bytes)
+  std::int64_t activation_bytes = 0;   // per rank
+  std::optional<Cell> framework_cell;  // on PlanSpec::framework_machine, when it is given
   std::int64_t total_bytes() const { return cell.peak_bytes + activation_bytes; }
 };
 
@@ -69,16 +75,27 @@ struct Verdict {
   double gap_us = 0, gap = 0;  // runner-up - fastest, and as a fraction of the fastest
   bool tie = false;            // gap < kTie
   double compute_us = 0, memory_us = 0, imbalance_us = 0, exposed_us = 0;
-  std::string deciding;        // "compute", "memory ops", "imbalance", "exposed communication"
+  std::string deciding;  // "compute", "memory ops", "imbalance", "exposed communication"
   double deciding_us = 0;
 };
 constexpr double kTie = 0.02;
 Verdict verdict(const PlanEntry& fastest, const PlanEntry& runner_up);
 
 // A fix re-checked before it is printed: the fewest ranks above spec's C (up to `most`) on which a candidate fits,
-// found by planning again; 0 when none up to `most` does, -1 when none of the first kMaxRankTries counted does. Rank counts the sequence cannot be cut into (S % C) or
-// whose activations alone overflow the GPU are skipped without counting.
+// found by planning again; 0 when none up to `most` does, -1 when none of the first kMaxRankTries counted does. Rank
+// counts the sequence cannot be cut into (S % C) or whose activations alone overflow the GPU are skipped without
+// counting.
 int smallest_fitting_ranks(const PlanSpec& spec, int most);
 constexpr int kMaxRankTries = 6;  // rank counts counted before giving up (each is a whole plan)
+
+// The fastest candidate each framework of framework_settings() can run (in its order; nullopt: none that fits),
+// timed on the spec's framework_machine where it has one (the framework's own stack), else on its machine.
+struct FrameworkPick {
+  std::size_t entry = 0;  // index into Plan::fits
+  FrameworkSetting setting;
+  double time_us = 0;
+  bool own_stack = false;  // timed on the framework machine
+};
+std::vector<std::optional<FrameworkPick>> framework_picks(const PlanSpec& spec, const Plan& plan);
 
 }  // namespace cpsim::model
