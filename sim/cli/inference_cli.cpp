@@ -90,12 +90,15 @@ bool inference_asked(const po::variables_map& vm, const std::string& strategy) {
 }
 
 int run_inference_command(const ProblemOptions& o, const InferenceFlags& f, const po::variables_map& vm) {
-  const std::optional<InferenceKind> kind = find_inference(o.strategy);
+  // No --strategy: an inference step runs pass-KV, the ring of training with the cache's K/V on it.
+  const bool chosen = vm.count("strategy") > 0 && !vm["strategy"].defaulted();
+  const std::optional<InferenceKind> kind = chosen ? find_inference(o.strategy) : InferenceKind::pass_kv;
   if (!kind)
     throw UsageError("--new-tokens and --cached describe an inference step, which --strategy " + o.strategy +
                          " does not run",
                      {Fix{{"--strategy pass_kv, pass_q or decode"}}});
-  require(vm.count("new-tokens") > 0, "the inference strategy " + o.strategy + " needs the step's new tokens",
+  require(vm.count("new-tokens") > 0,
+          "the inference strategy " + std::string(inference_name(*kind)) + " needs the step's new tokens",
           Fix{{"--new-tokens 16 --cached 48"}});
   refuse_given(vm, {"backward", "seq", "sharding", "a2a", "kv-replicate", "full", "docs", "pad-docs", "chunk",
                     "kernel", "dump", "bench-json", "compare", "memory-limit"});

@@ -19,6 +19,16 @@ TEST_CASE("cpsim run takes an inference step with sizes in K and checks it, byte
   CHECK(r.out.find("\"passed\":true") != std::string::npos);
 }
 
+TEST_CASE("cpsim run on an inference shape without --strategy runs pass-KV, the training ring with the cache") {
+  const auto r = run_cli("run --new-tokens 64 --cached 192 -C 4 -N 8 --kv-heads 2 --head-dim 16 --check --json");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("\"strategy\":\"pass_kv\"") != std::string::npos);
+  CHECK(r.out.find("\"passed\":true") != std::string::npos);
+  const auto cached_only = run_cli("run --cached 16");  // no new tokens: named by the strategy that would run
+  CHECK(cached_only.rc == 2);
+  CHECK(cached_only.err.find("the inference strategy pass_kv needs the step's new tokens") != std::string::npos);
+}
+
 TEST_CASE("inference flags that do not fit exit 2 with one line naming a fix") {
   for (const char* args : {"run --strategy ring --new-tokens 16", "run --strategy decode --cached 16",
                            "run --strategy pass_kv --new-tokens 16 --backward", "run --strategy pass_q --new-tokens 0",
