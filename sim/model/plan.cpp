@@ -99,8 +99,11 @@ Tried try_candidate(const PlanSpec& spec, const Candidate& c, double single, std
                                gib(static_cast<double>(act)) + ")"
                          : "") +
                 ", more than the " + gib(limit) + " a GPU holds";
-  // The same programs on the frameworks' own stack (the kernel is the same: so is the one-GPU time).
-  if (t.refused.empty() && spec.framework_machine)
+  // The same programs on the frameworks' own stack (the kernel is the same: so is the one-GPU time), where one of
+  // them runs the candidate.
+  const auto frameworks = framework_settings(p, c.strategy);
+  if (t.refused.empty() && spec.framework_machine &&
+      std::any_of(frameworks.begin(), frameworks.end(), [](const FrameworkSetting& f) { return f.runs; }))
     t.entry.framework_cell = time_cell(counted, *spec.framework_machine, spec.backward, single);
   return t;
 }

@@ -31,7 +31,8 @@ struct PlanSpec {
   int layers = 0;           // 0: attention buffers only
   std::int64_t hidden = 0;  // the model's hidden size (with layers)
   // The machine with the frameworks' own software stack (with_stack(machine, pytorch)), when `machine` counts only
-  // the strategy code's own costs: every candidate that fits is timed on it too, from the same count.
+  // the strategy code's own costs: every candidate that fits and a framework runs is timed on it too, from the same
+  // count.
   std::optional<Machine> framework_machine;
 };
 
@@ -46,7 +47,7 @@ struct PlanEntry {
   Candidate candidate;
   Cell cell;                           // times, exposed communication, attention peak (peak_bytes)
   std::int64_t activation_bytes = 0;   // per rank
-  std::optional<Cell> framework_cell;  // on PlanSpec::framework_machine, when it is given
+  std::optional<Cell> framework_cell;  // on PlanSpec::framework_machine, when it is given and a framework runs it
   std::int64_t total_bytes() const { return cell.peak_bytes + activation_bytes; }
 };
 

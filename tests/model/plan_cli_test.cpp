@@ -224,6 +224,7 @@ TEST_CASE("plan names each framework's fastest on its own stack, where the ring 
   const auto ring = entry("ring, zigzag"), ulysses = entry("ulysses, zigzag");
   CHECK(ring["time_ms"].get<double>() < ulysses["time_ms"].get<double>());
   CHECK(ring["own_stack_time_ms"].get<double>() > ulysses["own_stack_time_ms"].get<double>());
+  CHECK_FALSE(entry("pruned_ring, zigzag").contains("own_stack_time_ms"));  // no framework runs it: timed once
   // Megatron-LM's pick is its fastest on that stack, and the time is the model's on with_stack(pytorch).
   const Problem p = gqa_problem(8, 32, 1 << 20);
   const model::Machine own = model::with_stack(model::load_machine("h100-sxm-8"), model::SoftwareStack::pytorch);
