@@ -193,14 +193,23 @@ int smallest_fitting_ranks(const PlanSpec& spec, int most) {
   return 0;
 }
 
+namespace {
+
+// What each framework says of one candidate of the plan.
+std::vector<FrameworkSetting> settings_of(const PlanSpec& spec, const PlanEntry& e) {
+  Problem run = spec.problem;
+  run.sharding = e.candidate.sharding;
+  run.kv_replicate = e.candidate.kv_replicate;
+  return framework_settings(run, e.candidate.strategy);
+}
+
+}  // namespace
+
 std::vector<std::optional<FrameworkPick>> framework_picks(const PlanSpec& spec, const Plan& plan) {
   std::vector<std::optional<FrameworkPick>> picks;
   for (std::size_t i = 0; i < plan.fits.size(); ++i) {
     const PlanEntry& e = plan.fits[i];
-    Problem run = spec.problem;
-    run.sharding = e.candidate.sharding;
-    run.kv_replicate = e.candidate.kv_replicate;
-    const std::vector<FrameworkSetting> settings = framework_settings(run, e.candidate.strategy);
+    const std::vector<FrameworkSetting> settings = settings_of(spec, e);
     picks.resize(settings.size());
     const Cell& cell = e.framework_cell ? *e.framework_cell : e.cell;
     const double t = cell.time_us(spec.backward);
@@ -209,6 +218,21 @@ std::vector<std::optional<FrameworkPick>> framework_picks(const PlanSpec& spec, 
         picks[k] = FrameworkPick{i, settings[k], t, e.framework_cell.has_value()};
   }
   return picks;
+}
+
+std::string framework_refusal(const PlanSpec& spec, const Plan& plan, std::size_t k) {
+  // Every framework runs a ring and an all-gather of some kind: what it says of the fastest of those goes past
+  // the strategies it lacks to the mask, sharding or heads; without one, the reason it gives most often.
+  std::map<std::string, int> said;
+  std::string most;
+  for (const PlanEntry& e : plan.fits) {
+    const std::vector<FrameworkSetting> settings = settings_of(spec, e);
+    if (k >= settings.size() || settings[k].runs) continue;
+    const StrategyKind kind = e.candidate.strategy.kind;
+    if (kind == StrategyKind::ring || kind == StrategyKind::all_gather) return settings[k].why_not;
+    if (++said[settings[k].why_not] > said[most]) most = settings[k].why_not;
+  }
+  return most;
 }
 
 }  // namespace cpsim::model

@@ -98,5 +98,7 @@ struct FrameworkPick {
   bool own_stack = false;  // timed on the framework machine
 };
 std::vector<std::optional<FrameworkPick>> framework_picks(const PlanSpec& spec, const Plan& plan);
+// Why framework k runs none of the candidates that fit: the reason it gives most often among them.
+std::string framework_refusal(const PlanSpec& spec, const Plan& plan, std::size_t k);
 
 }  // namespace cpsim::model

@@ -240,6 +240,21 @@ TEST_CASE("plan names each framework's fastest on its own stack, where the ring 
       CHECK(e["own_stack_time_ms"].get<double>() >= megatron["time_ms"].get<double>() - 1e-9);
 }
 
+TEST_CASE("plan says when a framework runs none of the candidates, and why, in its own words") {
+  const auto r = run_cli("plan --ranks 8 --heads 32 --kv-heads 8 --docs 64K,32K,32K --window 8K --top 2", "plan_none");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("PyTorch context_parallel runs none of the 35 candidates that fit: its SDPA path takes causal or "
+                   "full attention only, not documents or a window") != std::string::npos);
+  CHECK(r.out.find("the fastest Megatron-LM can run on its own stack: ulysses, zigzag") != std::string::npos);
+  const auto j =
+      run_cli("plan --ranks 8 --heads 32 --kv-heads 8 --docs 64K,32K,32K --window 8K --top 2 --json", "plan_none_j");
+  REQUIRE(j.rc == 0);
+  const auto torch = cpsim::test::parse_output(j.out)["framework_fastest"][2];
+  CHECK(torch["framework"] == "PyTorch context_parallel");
+  CHECK(torch["candidate"].is_null());
+  CHECK(torch["why_not"] == "its SDPA path takes causal or full attention only, not documents or a window");
+}
+
 TEST_CASE("plan times no other stack on a machine that counts a stack's costs already") {
   // a100-sxm-8 carries ring-flash-attention's fitted stack costs: its ring is a PyTorch-level ring's. 5 heads do not
   // split over 8 ranks, and the ring comes first.
