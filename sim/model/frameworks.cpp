@@ -135,6 +135,12 @@ FrameworkSetting pytorch(const Problem& p, const StrategyChoice& c) {
     f.why_not = "its SDPA path takes causal or full attention only, not documents or a window";
     return f;
   }
+  if (c.kind == StrategyKind::all_gather) {
+    f.why_not = "its allgather rotate gathers the K/V once and then runs its ring's C blocks and merges on them "
+                "(one chunk a step), not one call per local chunk; the ring's settings with "
+                "set_rotate_method(\"allgather\") run that";
+    return f;
+  }
   std::string balance;
   if (p.sharding == Sharding::zigzag && p.causal) {
     balance = "_cp_options.enable_load_balance = True (head-tail: zigzag)";
@@ -146,8 +152,7 @@ FrameworkSetting pytorch(const Problem& p, const StrategyChoice& c) {
     return f;
   }
   f.runs = true;
-  f.settings = std::string("set_rotate_method(\"") + (c.kind == StrategyKind::ring ? "alltoall" : "allgather") +
-               "\"), " + balance + ", context_parallel(mesh of " + str(p.ranks) + " ranks)";
+  f.settings = "set_rotate_method(\"alltoall\"), " + balance + ", context_parallel(mesh of " + str(p.ranks) + " ranks)";
   return f;
 }
 

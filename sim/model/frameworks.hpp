@@ -15,8 +15,10 @@
 //                 only with a2a or all_gather, the load-balanced (zigzag) order in the dataloader.
 //   PyTorch       torch/distributed/tensor/experimental/_context_parallel/_attention.py: context_parallel is ring
 //                 attention over SDPA; set_rotate_method("alltoall") passes K/V around the ring,
-//                 set_rotate_method("allgather") (the default) gathers them; _cp_options.enable_load_balance
-//                 (head-tail, zigzag) needs is_causal; no head-exchanging (Ulysses) path.
+//                 set_rotate_method("allgather") (the default) gathers them once but still runs the ring's C blocks
+//                 and merges (_AllGatherRotater.next_buffer hands out one chunk a step): cpsim's ring, not its
+//                 all-gather; _cp_options.enable_load_balance (head-tail, zigzag) needs is_causal; no
+//                 head-exchanging (Ulysses) path.
 #pragma once
 #include <string>
 #include <vector>
