@@ -140,21 +140,17 @@ void print_text(const model::PlanSpec& spec, const model::Plan& plan, std::size_
     // where it cannot run the pick (the fastest it can, and what that costs).
     const double t0 = best.cell.time_us(spec.backward);
     bool own_stack = false;
-    const auto picks = model::framework_picks(spec, plan);
-    const auto names = model::framework_settings(run, best.candidate.strategy);
-    for (std::size_t k = 0; k < picks.size(); ++k) {
-      const auto& pick = picks[k];
-      if (!pick) {
-        std::cout << "  " << names[k].framework << " runs none of the " << plan.fits.size()
-                  << " candidates that fit: " << model::framework_refusal(spec, plan, k) << "\n";
+    for (const model::FrameworkPick& pick : model::framework_picks(spec, plan)) {
+      if (!pick.entry) {
+        std::cout << "  " << pick.setting.framework << " runs none of the " << plan.fits.size()
+                  << " candidates that fit: " << pick.setting.why_not << "\n";
         continue;
       }
-      if (!pick->own_stack && pick->entry == 0) continue;
-      const model::PlanEntry& e = plan.fits[pick->entry];
-      own_stack = own_stack || pick->own_stack;
-      std::cout << "  the fastest " << pick->setting.framework << " can run"
-                << (pick->own_stack ? " on its own stack" : "") << ": " << e.candidate.label << ", "
-                << ms(pick->time_us) << " ms (" << percent(pick->time_us / t0 - 1) << "): " << pick->setting.settings
+      if (!pick.own_stack && *pick.entry == 0) continue;
+      own_stack = own_stack || pick.own_stack;
+      std::cout << "  the fastest " << pick.setting.framework << " can run"
+                << (pick.own_stack ? " on its own stack" : "") << ": " << plan.fits[*pick.entry].candidate.label << ", "
+                << ms(pick.time_us) << " ms (" << percent(pick.time_us / t0 - 1) << "): " << pick.setting.settings
                 << "\n";
     }
     if (own_stack) print_own_stack_note();
@@ -218,20 +214,16 @@ void print_json(const model::PlanSpec& spec, const model::Plan& plan, std::size_
   // Each framework's fastest of every candidate that fits: on its own stack when plan timed one.
   if (spec.framework_machine) j["own_stack_machine"] = spec.framework_machine->name;
   Json picks = Json::array();
-  const auto chosen = model::framework_picks(spec, plan);
-  for (std::size_t k = 0; k < chosen.size(); ++k) {
-    const auto& pick = chosen[k];
-    if (pick)
-      picks.push_back({{"framework", pick->setting.framework},
-                       {"candidate", plan.fits[pick->entry].candidate.label},
-                       {"time_ms", pick->time_us / 1e3},
-                       {"own_stack", pick->own_stack},
-                       {"settings", pick->setting.settings}});
+  for (const model::FrameworkPick& pick : model::framework_picks(spec, plan))
+    if (pick.entry)
+      picks.push_back({{"framework", pick.setting.framework},
+                       {"candidate", plan.fits[*pick.entry].candidate.label},
+                       {"time_ms", pick.time_us / 1e3},
+                       {"own_stack", pick.own_stack},
+                       {"settings", pick.setting.settings}});
     else  // none of the candidates that fit runs on it
-      picks.push_back({{"framework", model::framework_settings(p, plan.fits.front().candidate.strategy)[k].framework},
-                       {"candidate", nullptr},
-                       {"why_not", model::framework_refusal(spec, plan, k)}});
-  }
+      picks.push_back(
+          {{"framework", pick.setting.framework}, {"candidate", nullptr}, {"why_not", pick.setting.why_not}});
   j["framework_fastest"] = std::move(picks);
   if (plan.fits.empty()) {
     const int R = model::smallest_fitting_ranks(spec, most);

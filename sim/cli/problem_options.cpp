@@ -45,8 +45,8 @@ void add_problem_options(po::options_description& desc, ProblemOptions& o, unsig
                        "refused before it starts (default: what this machine has left: MemAvailable, the cgroup "
                        "limit, ulimit -v)");
   add(kFlagDocs, "docs", &o.docs,
-      "documents packed into the sequence: L1,L2,... (lengths, K, M: powers of 1024; S is their sum), random:K (K seeded lengths), "
-      "sample:K (K lengths drawn from MagiAttention's document-length distribution, scaled to S) or "
+      "documents packed into the sequence: L1,L2,... (lengths, K, M: powers of 1024; S is their sum), random:K "
+      "(K seeded lengths), sample:K (K lengths drawn from MagiAttention's document-length distribution, scaled to S) or "
       "sample:K:FILE (from a distribution of your own in the same CSV format)");
   add_switch(kFlagPadDocs, "pad-docs",
              "pad each document to a multiple of 2C for per-document zigzag (the padding is left out of the check)");

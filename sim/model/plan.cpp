@@ -101,10 +101,11 @@ Tried try_candidate(const PlanSpec& spec, const Candidate& c, double single, std
                 ", more than the " + gib(limit) + " a GPU holds";
   // The same programs on the frameworks' own stack (the kernel is the same: so is the one-GPU time), where one of
   // them runs the candidate.
-  const auto frameworks = framework_settings(p, c.strategy);
-  if (t.refused.empty() && spec.framework_machine &&
-      std::any_of(frameworks.begin(), frameworks.end(), [](const FrameworkSetting& f) { return f.runs; }))
-    t.entry.framework_cell = time_cell(counted, *spec.framework_machine, spec.backward, single);
+  if (t.refused.empty() && spec.framework_machine) {
+    const auto frameworks = framework_settings(p, c.strategy);
+    if (std::any_of(frameworks.begin(), frameworks.end(), [](const FrameworkSetting& f) { return f.runs; }))
+      t.entry.framework_cell = time_cell(counted, *spec.framework_machine, spec.backward, single);
+  }
   return t;
 }
 
@@ -203,36 +204,39 @@ std::vector<FrameworkSetting> settings_of(const PlanSpec& spec, const PlanEntry&
   return framework_settings(run, e.candidate.strategy);
 }
 
-}  // namespace
-
-std::vector<std::optional<FrameworkPick>> framework_picks(const PlanSpec& spec, const Plan& plan) {
-  std::vector<std::optional<FrameworkPick>> picks;
-  for (std::size_t i = 0; i < plan.fits.size(); ++i) {
-    const PlanEntry& e = plan.fits[i];
-    const std::vector<FrameworkSetting> settings = settings_of(spec, e);
-    picks.resize(settings.size());
-    const Cell& cell = e.framework_cell ? *e.framework_cell : e.cell;
-    const double t = cell.time_us(spec.backward);
-    for (std::size_t k = 0; k < settings.size(); ++k)
-      if (settings[k].runs && (!picks[k] || t < picks[k]->time_us))
-        picks[k] = FrameworkPick{i, settings[k], t, e.framework_cell.has_value()};
-  }
-  return picks;
-}
-
-std::string framework_refusal(const PlanSpec& spec, const Plan& plan, std::size_t k) {
-  // Every framework runs a ring and an all-gather of some kind: what it says of the fastest of those goes past
-  // the strategies it lacks to the mask, sharding or heads; without one, the reason it gives most often.
+// Why framework k runs none of the candidates that fit: what it says of the fastest ring or all-gather (every
+// framework runs them in some form, so the reason goes past the strategies it lacks to the mask, sharding or heads);
+// without one, the reason it gives most often.
+std::string refusal(const PlanSpec& spec, const Plan& plan, std::size_t k) {
   std::map<std::string, int> said;
   std::string most;
   for (const PlanEntry& e : plan.fits) {
-    const std::vector<FrameworkSetting> settings = settings_of(spec, e);
-    if (k >= settings.size() || settings[k].runs) continue;
+    const FrameworkSetting f = settings_of(spec, e)[k];
     const StrategyKind kind = e.candidate.strategy.kind;
-    if (kind == StrategyKind::ring || kind == StrategyKind::all_gather) return settings[k].why_not;
-    if (++said[settings[k].why_not] > said[most]) most = settings[k].why_not;
+    if (kind == StrategyKind::ring || kind == StrategyKind::all_gather) return f.why_not;
+    if (++said[f.why_not] > said[most]) most = f.why_not;
   }
   return most;
+}
+
+}  // namespace
+
+std::vector<FrameworkPick> framework_picks(const PlanSpec& spec, const Plan& plan) {
+  std::vector<FrameworkPick> picks;
+  for (std::size_t i = 0; i < plan.fits.size(); ++i) {
+    const PlanEntry& e = plan.fits[i];
+    const std::vector<FrameworkSetting> settings = settings_of(spec, e);
+    if (picks.empty())
+      for (const FrameworkSetting& f : settings)
+        picks.push_back({{f.framework, false, "", ""}, std::nullopt, 0, false});
+    const double t = (e.framework_cell ? *e.framework_cell : e.cell).time_us(spec.backward);
+    for (std::size_t k = 0; k < settings.size(); ++k)
+      if (settings[k].runs && (!picks[k].entry || t < picks[k].time_us))
+        picks[k] = FrameworkPick{settings[k], i, t, e.framework_cell.has_value()};
+  }
+  for (std::size_t k = 0; k < picks.size(); ++k)
+    if (!picks[k].entry) picks[k].setting.why_not = refusal(spec, plan, k);
+  return picks;
 }
 
 }  // namespace cpsim::model

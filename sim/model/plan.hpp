@@ -89,16 +89,16 @@ Verdict verdict(const PlanEntry& fastest, const PlanEntry& runner_up);
 int smallest_fitting_ranks(const PlanSpec& spec, int most);
 constexpr int kMaxRankTries = 6;  // rank counts counted before giving up (each is a whole plan)
 
-// The fastest candidate each framework of framework_settings() can run (in its order; nullopt: none that fits),
-// timed on the spec's framework_machine where it has one (the framework's own stack), else on its machine.
+// Each framework of framework_settings(), in its order: the fastest candidate that fits and it can run, timed on the
+// spec's framework_machine where it has one (the framework's own stack), else on its machine; or, where it runs
+// none, why (what it says of the fastest ring or all-gather, which every framework runs in some form, past the
+// strategies it lacks; without one, the reason it gives most often). Empty when nothing fits.
 struct FrameworkPick {
-  std::size_t entry = 0;  // index into Plan::fits
-  FrameworkSetting setting;
+  FrameworkSetting setting;          // of the pick; when it runs none, its name and why_not
+  std::optional<std::size_t> entry;  // index into Plan::fits; none: it runs no candidate that fits
   double time_us = 0;
   bool own_stack = false;  // timed on the framework machine
 };
-std::vector<std::optional<FrameworkPick>> framework_picks(const PlanSpec& spec, const Plan& plan);
-// Why framework k runs none of the candidates that fit: the reason it gives most often among them.
-std::string framework_refusal(const PlanSpec& spec, const Plan& plan, std::size_t k);
+std::vector<FrameworkPick> framework_picks(const PlanSpec& spec, const Plan& plan);
 
 }  // namespace cpsim::model

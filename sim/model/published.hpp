@@ -94,7 +94,8 @@ double magi_flops(const Problem& p, bool backward);
 // Transformer Engine's ring (MagiAttention's ring_p2p baseline) against the model's ring on h100-ib, which counts
 // the strategy code's own costs only: the least and the most of published time over modeled time at its ring_p2p
 // points (published_points(), forward and forward+backward; tests/model/published_test.cpp computes them afresh).
-// plan quotes them under the settings of a framework that runs the ring, on a machine without a stack's costs.
+// plan quotes them where it times the frameworks' candidates on their own stack (with_stack, pytorch), as the
+// reason to.
 inline constexpr double kTransformerEngineRingSlower[2] = {1.13, 1.44};
 
 // The published points the model is checked against (the rows above; ring-flash-attention's 5-head table, USP's

@@ -1,8 +1,8 @@
 // The settings plan prints for each framework: the flag names of each project's own source (frameworks.hpp
 // names the files), and a plain "cannot" where a framework lacks the strategy, sharding or mask.
-#include <doctest/doctest.h>
-
 #include "sim/model/frameworks.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace cpsim;
 using namespace cpsim::model;
@@ -38,7 +38,8 @@ TEST_CASE("each strategy maps onto Megatron-LM's --cp-comm-type and Transformer 
   for (const Row& r : {Row{{StrategyKind::ring, 0}, "--cp-comm-type p2p", "cp_comm_type=\"p2p\""},
                        Row{{StrategyKind::ulysses, 0}, "--cp-comm-type a2a", "cp_comm_type=\"a2a\""},
                        Row{{StrategyKind::all_gather, 0}, "--cp-comm-type allgather", "cp_comm_type=\"all_gather\""},
-                       Row{{StrategyKind::hybrid, 2}, "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 4",
+                       Row{{StrategyKind::hybrid, 2},
+                           "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 4",
                            "cp_comm_type=\"a2a+p2p\""}}) {
     CAPTURE(r.megatron);
     const auto v = framework_settings(shape(Sharding::zigzag), r.c);
@@ -52,19 +53,22 @@ TEST_CASE("each strategy maps onto Megatron-LM's --cp-comm-type and Transformer 
   }
 }
 
-TEST_CASE("PyTorch's context_parallel runs the ring, by either rotate method, and neither the all-gather nor Ulysses") {
-  const auto ring = named(framework_settings(shape(Sharding::zigzag), {StrategyKind::ring, 0}), "PyTorch context_parallel");
+TEST_CASE(
+    "PyTorch's context_parallel runs the ring, not the all-gather (its allgather rotate is that ring) nor Ulysses") {
+  const auto ring =
+      named(framework_settings(shape(Sharding::zigzag), {StrategyKind::ring, 0}), "PyTorch context_parallel");
   CHECK(ring.runs);
   CHECK(ring.settings.find("set_rotate_method(\"alltoall\")") != std::string::npos);
   const auto contiguous =
       named(framework_settings(shape(Sharding::contiguous), {StrategyKind::ring, 0}), "PyTorch context_parallel");
   CHECK(contiguous.settings.find("enable_load_balance = False") != std::string::npos);
   // its allgather rotate still runs the ring's blocks and merges: not the all-gather's one call per chunk
-  const auto ag = named(framework_settings(shape(Sharding::contiguous), {StrategyKind::all_gather, 0}),
-                        "PyTorch context_parallel");
+  const auto ag =
+      named(framework_settings(shape(Sharding::contiguous), {StrategyKind::all_gather, 0}), "PyTorch context_parallel");
   CHECK_FALSE(ag.runs);
   CHECK(ag.why_not.find("the ring's settings with set_rotate_method(\"allgather\") run that") != std::string::npos);
-  const auto u = named(framework_settings(shape(Sharding::zigzag), {StrategyKind::ulysses, 0}), "PyTorch context_parallel");
+  const auto u =
+      named(framework_settings(shape(Sharding::zigzag), {StrategyKind::ulysses, 0}), "PyTorch context_parallel");
   CHECK_FALSE(u.runs);
   CHECK(u.why_not.find("ring attention only") != std::string::npos);
 }
@@ -94,6 +98,6 @@ TEST_CASE("on one rank every framework runs the shape without context parallelis
     CHECK(f.runs);
     CHECK(f.settings.find("no context") != std::string::npos);
   }
-  CHECK(named(framework_settings(one, {StrategyKind::ring, 0}), "Megatron-LM").settings.rfind(
-            "--context-parallel-size 1 ", 0) == 0);
+  CHECK(named(framework_settings(one, {StrategyKind::ring, 0}), "Megatron-LM")
+            .settings.rfind("--context-parallel-size 1 ", 0) == 0);
 }
